@@ -1,0 +1,63 @@
+// The platform concept (DESIGN.md section 3).
+//
+// Strategies, locks and the WAL model are templates over a platform P and touch shared memory
+// only through it. Anything shared that bypasses P is invisible to a simulated platform: that is
+// a bug. Instrumentation that is not part of the modelled machine (per-client statistics written
+// only by their owner, the runner's progress counters) is deliberately outside P.
+//
+// | member                         | meaning                                                      |
+// |--------------------------------|--------------------------------------------------------------|
+// | P::Atomic<T>                   | load, store, fetch_add, fetch_sub, fetch_or, fetch_and,       |
+// |                                | exchange, compare_exchange (strong), wait_while_eq            |
+// |                                | (spin with P::spin_delay until the value differs). All        |
+// |                                | sequentially consistent: PostgreSQL's pg_atomic_* RMW ops are |
+// |                                | full barriers, and its plain reads are only used where a      |
+// |                                | barrier follows.                                              |
+// | P::Shared<T>                   | plain shared data (wait-queue links, counters protected by a  |
+// |                                | lock): get(), set(v). Callers hold whatever protects it.      |
+// | P::Semaphore                   | wait(), post(): one per client, like PGPROC's semaphore.      |
+// | P::work(ns)                    | burn CPU for ns nanoseconds (work outside or inside locks).   |
+// | P::copy(dst, src, n)           | memcpy of n bytes into shared buffers.                        |
+// | P::sleep_ns(ns)                | give up the CPU for ns (pg_usleep).                           |
+// | P::now_ns()                    | monotonic clock in nanoseconds.                               |
+// | P::spin_delay()                | one spin iteration's delay (x86 PAUSE, SPIN_DELAY()).         |
+// | P::memory_barrier()            | full fence (pg_memory_barrier).                               |
+// | P::name                        | "threads", "sim", ...                                         |
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+
+namespace walbench {
+
+template <class P>
+concept Platform = requires(typename P::template Atomic<uint64_t>& a,
+                            typename P::template Atomic<uint32_t>& a32,
+                            typename P::template Shared<uint64_t>& s,
+                            typename P::Semaphore& sem, uint64_t v, uint64_t& expected,
+                            void* dst, const void* src, size_t n) {
+  { a.load() } -> std::same_as<uint64_t>;
+  a.store(v);
+  { a.fetch_add(v) } -> std::same_as<uint64_t>;
+  { a.fetch_sub(v) } -> std::same_as<uint64_t>;
+  { a.fetch_or(v) } -> std::same_as<uint64_t>;
+  { a.fetch_and(v) } -> std::same_as<uint64_t>;
+  { a.exchange(v) } -> std::same_as<uint64_t>;
+  { a.compare_exchange(expected, v) } -> std::same_as<bool>;
+  { a.wait_while_eq(v) } -> std::same_as<uint64_t>;
+  { a32.load() } -> std::same_as<uint32_t>;
+  { s.get() } -> std::same_as<uint64_t>;
+  s.set(v);
+  sem.wait();
+  sem.post();
+  P::work(v);
+  P::copy(dst, src, n);
+  P::sleep_ns(v);
+  { P::now_ns() } -> std::same_as<uint64_t>;
+  P::spin_delay();
+  P::memory_barrier();
+  { P::name } -> std::convertible_to<const char*>;
+};
+
+}  // namespace walbench

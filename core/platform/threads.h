@@ -1,0 +1,101 @@
+// The threads platform: real OS threads, real atomics, real time. Each client is a std::thread
+// (the harness starts them); P::Semaphore is a C++20 counting semaphore (a futex on Linux, like
+// PostgreSQL's unnamed POSIX semaphores since PG 10).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <semaphore>
+#include <thread>
+
+#include "core/platform/platform.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace walbench {
+
+struct ThreadsPlatform {
+  static constexpr const char* name = "threads";
+
+  template <class T>
+  class Atomic {
+   public:
+    Atomic() = default;
+    explicit Atomic(T v) : v_(v) {}
+    Atomic(const Atomic&) = delete;
+    Atomic& operator=(const Atomic&) = delete;
+
+    T load() const { return v_.load(); }
+    void store(T v) { v_.store(v); }
+    T fetch_add(T d) { return v_.fetch_add(d); }
+    T fetch_sub(T d) { return v_.fetch_sub(d); }
+    T fetch_or(T d) { return v_.fetch_or(d); }
+    T fetch_and(T d) { return v_.fetch_and(d); }
+    T exchange(T v) { return v_.exchange(v); }
+    bool compare_exchange(T& expected, T desired) {
+      return v_.compare_exchange_strong(expected, desired);
+    }
+    // Spin (reading, with a pause) while the value equals v; returns the new value.
+    T wait_while_eq(T v) const {
+      T cur;
+      while ((cur = v_.load(std::memory_order_acquire)) == v) spin_delay();
+      return cur;
+    }
+
+   private:
+    std::atomic<T> v_{};
+  };
+
+  // Plain shared data. Whoever reads or writes it holds the lock that protects it; on threads
+  // this is an ordinary variable.
+  template <class T>
+  class Shared {
+   public:
+    Shared() = default;
+    explicit Shared(T v) : v_(v) {}
+    T get() const { return v_; }
+    void set(T v) { v_ = v; }
+
+   private:
+    T v_{};
+  };
+
+  class Semaphore {
+   public:
+    void wait() { sem_.acquire(); }
+    void post() { sem_.release(); }
+    bool try_wait() { return sem_.try_acquire(); }
+
+   private:
+    std::counting_semaphore<1 << 30> sem_{0};
+  };
+
+  static uint64_t now_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+  }
+  static void work(uint64_t ns) {
+    if (ns == 0) return;
+    const uint64_t until = now_ns() + ns;
+    while (now_ns() < until) spin_delay();
+  }
+  static void copy(void* dst, const void* src, size_t n) { std::memcpy(dst, src, n); }
+  static void sleep_ns(uint64_t ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
+  static void spin_delay() {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#elif defined(__aarch64__)
+    asm volatile("isb" ::: "memory");
+#endif
+  }
+  static void memory_barrier() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+};
+
+static_assert(Platform<ThreadsPlatform>);
+
+}  // namespace walbench

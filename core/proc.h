@@ -1,0 +1,151 @@
+// Per-client state shared with other clients: the model of PostgreSQL's PGPROC.
+//
+// A Proc is created per client for each cell. Its semaphore is what the client sleeps on in an
+// LWLock wait queue (and later in CLOG group updates); its lw_* fields are the wait-queue links,
+// protected by the wait-list lock of the LWLock the client is queued on. wait_event is published
+// by the client (the owner) and read by the runner's sampler, like pg_stat_activity.
+//
+// Statistics (ProcStats) are instrumentation, not modelled shared state: written only by the
+// owning client with plain stores, read only after the client has stopped.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/wal/types.h"
+
+namespace walbench {
+
+// What a client is waiting on. LWLock tranches double as lock-statistics keys.
+enum class WaitEvent : uint32_t {
+  kNone = 0,          // running (CPU), not waiting
+  kWalInsert,         // LWLock:WALInsert (the insertion lock(s), incl. waiting for insertingAt)
+  kWalWrite,          // LWLock:WALWrite
+  kWalBufMapping,     // LWLock:WALBufMapping
+  kInsertPosSpin,     // Spinlock insertpos_lck (SpinDelay when sleeping in backoff)
+  kInfoSpin,          // Spinlock info_lck
+  kXactSlru,          // LWLock:XactSLRU (CLogControlLock)
+  kXidGen,            // LWLock:XidGen
+  kClogGroupUpdate,   // IPC:XactGroupUpdate
+  kWalBufferInit,     // IPC:WALBufferInit (lock-free buffer init waiting)
+  kPrevLinkWait,      // lock-free reservation: waiting for the predecessor's prev link
+  kWalIoWrite,        // IO:WALWrite
+  kWalIoSync,         // IO:WALSync
+  kTestLock,          // locks created by unit tests
+  kCount
+};
+
+inline const char* wait_event_name(WaitEvent e) {
+  switch (e) {
+    case WaitEvent::kNone: return "CPU";
+    case WaitEvent::kWalInsert: return "LWLock:WALInsert";
+    case WaitEvent::kWalWrite: return "LWLock:WALWrite";
+    case WaitEvent::kWalBufMapping: return "LWLock:WALBufMapping";
+    case WaitEvent::kInsertPosSpin: return "Spinlock:insertpos_lck";
+    case WaitEvent::kInfoSpin: return "Spinlock:info_lck";
+    case WaitEvent::kXactSlru: return "LWLock:XactSLRU";
+    case WaitEvent::kXidGen: return "LWLock:XidGen";
+    case WaitEvent::kClogGroupUpdate: return "IPC:XactGroupUpdate";
+    case WaitEvent::kWalBufferInit: return "IPC:WALBufferInit";
+    case WaitEvent::kPrevLinkWait: return "LWLock:PrevLink";
+    case WaitEvent::kWalIoWrite: return "IO:WALWrite";
+    case WaitEvent::kWalIoSync: return "IO:WALSync";
+    case WaitEvent::kTestLock: return "LWLock:Test";
+    case WaitEvent::kCount: break;
+  }
+  return "?";
+}
+constexpr size_t kNumWaitEvents = static_cast<size_t>(WaitEvent::kCount);
+
+// Lock statistics of one client for one lock tranche.
+struct LockStats {
+  uint64_t acquisitions = 0;   // successful acquisitions (shared, exclusive, or spinlock)
+  uint64_t contended = 0;      // acquisitions that did not succeed on the first attempt
+  uint64_t spins = 0;          // spin iterations (spinlock TAS retries, wait-list lock spins)
+  uint64_t sleeps = 0;         // semaphore sleeps or backoff sleeps
+  uint64_t wait_ns = 0;        // time between the first failed attempt and success
+  void add(const LockStats& o) {
+    acquisitions += o.acquisitions;
+    contended += o.contended;
+    spins += o.spins;
+    sleeps += o.sleeps;
+    wait_ns += o.wait_ns;
+  }
+};
+
+struct ProcStats {
+  std::array<LockStats, kNumWaitEvents> locks{};
+  LockStats& of(WaitEvent e) { return locks[static_cast<size_t>(e)]; }
+};
+
+// LWLock wait-queue states (PGPROC.lwWaiting).
+enum LwWaiting : uint32_t { kNotWaiting = 0, kWaiting = 1, kPendingWakeup = 2 };
+// Modes a client can wait in (PGPROC.lwWaitMode).
+enum LwMode : uint32_t { kLwExclusive = 0, kLwShared = 1, kLwWaitUntilFree = 2 };
+
+constexpr int32_t kNoProc = -1;
+
+template <class P>
+struct alignas(64) Proc {
+  ClientId id{};
+  typename P::Semaphore sem;
+
+  // LWLock wait queue (protected by the wait-list lock of the lock this client is queued on;
+  // lw_waiting is atomic because the waker clears it after releasing that lock).
+  typename P::template Atomic<uint32_t> lw_waiting{kNotWaiting};
+  typename P::template Shared<uint32_t> lw_wait_mode{kLwExclusive};
+  typename P::template Shared<int32_t> lw_next{kNoProc};
+  typename P::template Shared<int32_t> lw_prev{kNoProc};
+
+  // Published for the sampler (the runner reads it from another thread).
+  std::atomic<uint32_t> wait_event{0};
+
+  // Owner-only state.
+  uint64_t rng_state = 0;  // per-client PRNG (splitmix64), seeded by the cell seed and id
+  ProcStats stats;
+
+  void set_wait(WaitEvent e) { wait_event.store(static_cast<uint32_t>(e), std::memory_order_relaxed); }
+  void clear_wait() { wait_event.store(0, std::memory_order_relaxed); }
+
+  // splitmix64: cheap, deterministic, good enough for backoff jitter and lock choice.
+  uint64_t next_random() {
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, 1).
+  double next_unit() { return static_cast<double>(next_random() >> 11) * 0x1.0p-53; }
+};
+
+// All clients of a cell, indexed by procno (= ClientId). Wait queues store procnos.
+template <class P>
+class ProcTable {
+ public:
+  ProcTable(uint32_t n, uint64_t seed) : procs_(std::make_unique<Proc<P>[]>(n)), n_(n) {
+    for (uint32_t i = 0; i < n; ++i) {
+      procs_[i].id = ClientId{i};
+      procs_[i].rng_state = seed * 0x100000001B3ULL + i * 0x9E3779B97F4A7C15ULL + 1;
+    }
+  }
+  Proc<P>& operator[](int32_t procno) { return procs_[static_cast<uint32_t>(procno)]; }
+  const Proc<P>& operator[](int32_t procno) const { return procs_[static_cast<uint32_t>(procno)]; }
+  uint32_t size() const { return n_; }
+
+  ProcStats total_stats() const {
+    ProcStats t;
+    for (uint32_t i = 0; i < n_; ++i)
+      for (size_t e = 0; e < kNumWaitEvents; ++e) t.locks[e].add(procs_[i].stats.locks[e]);
+    return t;
+  }
+
+ private:
+  std::unique_ptr<Proc<P>[]> procs_;
+  uint32_t n_;
+};
+
+}  // namespace walbench

@@ -1,0 +1,85 @@
+// The boundary between the generic runner and one instantiated (strategy x platform x workload)
+// model. The runner owns the threads, the barrier, the warm-up and timed windows, the progress
+// lines, the wait-event sampler and the watchdog; a CellRun owns the model (WAL, locks, procs) of
+// one repetition and runs one client's transaction loop without any virtual call per record.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/histogram.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/proc.h"
+#include "core/wal/verify_result.h"
+#include "harness/spec.h"
+
+namespace walbench {
+
+// Latency histogram: log-spaced bins from 100 ns to 100 s (Boost.Histogram).
+using LatencyAxis =
+    boost::histogram::axis::regular<double, boost::histogram::axis::transform::log>;
+using LatencyHistogram =
+    decltype(boost::histogram::make_histogram(LatencyAxis(240, 1e2, 1e11)));
+inline LatencyHistogram make_latency_histogram() {
+  return boost::histogram::make_histogram(LatencyAxis(240, 1e2, 1e11));
+}
+
+// What one client counts. Written only by its client (plain store of load+1, no RMW), read by
+// the runner's progress thread with relaxed loads.
+struct alignas(64) ClientCounters {
+  std::atomic<uint64_t> txns{0};
+  std::atomic<uint64_t> wal_bytes{0};  // WAL bytes this client inserted (reserved sizes)
+  // Latency of transactions that ended inside the timed window (nanoseconds).
+  LatencyHistogram latency = make_latency_histogram();
+  double lat_sum_ns = 0;
+  double lat_sumsq_ns = 0;
+  uint64_t lat_count = 0;
+
+  void count_txn(uint64_t bytes) {
+    txns.store(txns.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    wal_bytes.store(wal_bytes.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+  }
+  void record_latency(uint64_t ns) {
+    const double d = static_cast<double>(ns);
+    latency(d);
+    lat_sum_ns += d;
+    lat_sumsq_ns += d * d;
+    ++lat_count;
+  }
+};
+
+// Shared between the runner and the clients of one repetition.
+struct RunControl {
+  std::atomic<bool> stop{false};       // clients return from client_main when set
+  std::atomic<bool> measuring{false};  // inside the timed window: record latencies
+  std::vector<ClientCounters> counters;
+  explicit RunControl(uint32_t clients) : counters(clients) {}
+};
+
+
+class CellRun {
+ public:
+  virtual ~CellRun() = default;
+  // Runs on client thread `client` until ctl.stop is set. Must publish wait events through the
+  // Proc and count every finished transaction in ctl.counters[client].
+  virtual void client_main(uint32_t client, RunControl& ctl) = 0;
+  // What client `client` waits on now (sampler, watchdog). Safe to call from any thread.
+  virtual WaitEvent wait_event(uint32_t client) const = 0;
+  // After every client returned: flush all inserted WAL to storage, stop background threads.
+  virtual void finish() = 0;
+  virtual VerifyResult verify() = 0;
+  // {"WALInsert": {"acquisitions":..,"contended":..,"spins":..,"sleeps":..,"wait_ns":..}, ...}
+  virtual nlohmann::json lock_stats() const = 0;
+  // Model-level counters: {"wal_buffers_full": n, "flushes": n, "writes": n, ...}
+  virtual nlohmann::json model_stats() const = 0;
+};
+
+// Builds the model for one repetition of a cell. Throws ConfigError-like std::runtime_error on
+// parameter problems that could not be caught at validation time.
+using CellFactory = std::unique_ptr<CellRun> (*)(const CellSpec&, uint64_t seed);
+
+}  // namespace walbench

@@ -1,0 +1,81 @@
+// Fully resolved description of one matrix cell: what the config parser produces and what a
+// strategy's cell factory consumes. Every field has its default here; configs/README.md
+// documents each key (keep the two in step).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace walbench {
+
+// A record/message size: fixed, or drawn per transaction from a distribution.
+struct SizeSpec {
+  enum class Kind { kFixed, kUniform, kExponential };
+  Kind kind = Kind::kFixed;
+  uint32_t value = 16;  // kFixed
+  uint32_t min = 0;     // kUniform: [min, max]; kExponential: lower clamp
+  uint32_t max = 0;     // kUniform; kExponential: upper clamp
+  double mean = 0;      // kExponential
+  // Column label in reports: "16", "uniform(16,1024)", "exp(256)".
+  std::string label() const;
+  nlohmann::json to_json() const;
+};
+
+struct PlatformSpec {
+  std::string kind = "threads";  // "threads" (sim comes later)
+};
+
+struct WalSpec {
+  uint32_t page_size = 8192;            // XLOG_BLCKSZ; power of two, 1 KiB .. 64 KiB
+  uint64_t segment_size = 16u << 20;    // wal_segment_size; power of two, >= 2 pages
+  uint32_t wal_buffers = 2048;          // pages in the ring (PG default for shared_buffers >= 512 MB: 16 MiB)
+  std::string storage = "memory";       // "memory" | "file"
+  std::string path;                     // directory for "file" storage (created if missing)
+  bool fsync = true;                    // "file": fdatasync on flush
+  std::string buffer_init = "mapping_lock";  // "mapping_lock" (WALBufMappingLock)
+};
+
+struct CommitSpec {
+  bool synchronous_commit = true;       // flush the commit record before the transaction ends
+  double wal_writer_delay_ms = 200;     // WAL writer wake-up interval (async commit)
+  uint32_t wal_writer_flush_after = 128;  // pages; WAL writer fsyncs when this many are pending
+};
+
+struct WorkloadSpec {
+  std::string name = "emit_message";
+  SizeSpec record_size;                 // message length N; the record is 55+N / 58+N bytes
+  bool transactional = true;            // commit record + CLOG + flush (when synchronous_commit)
+  double client_overhead_us = 0;        // per-transaction work outside any lock
+};
+
+struct RunSpec {
+  double duration_s = 5;
+  double warmup_s = 1;
+  uint32_t repetitions = 1;
+  uint64_t seed = 1;
+  double progress_interval_s = 1;       // 0 = no progress lines
+  bool verify = true;
+  double watchdog_s = 10;               // no progress for this long = failed cell (0 = off)
+};
+
+struct CellSpec {
+  // Position in the matrix.
+  size_t index = 0;
+  size_t total = 1;
+  std::string label;                    // variant label (row prefix in reports)
+  std::string strategy;                 // registry name
+  nlohmann::json strategy_params = nlohmann::json::object();  // validated, defaults filled in
+  uint32_t clients = 1;
+  PlatformSpec platform;
+  WalSpec wal;
+  CommitSpec commit;
+  WorkloadSpec workload;
+  RunSpec run;
+  // The matrix values that vary for this cell ({"clients": 8, "workload.record_size": 16, ...}).
+  nlohmann::json matrix_values = nlohmann::json::object();
+};
+
+}  // namespace walbench
