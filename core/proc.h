@@ -89,6 +89,30 @@ enum LwMode : uint32_t { kLwExclusive = 0, kLwShared = 1, kLwWaitUntilFree = 2 }
 
 constexpr int32_t kNoProc = -1;
 
+// s_lock.c constants (PostgreSQL's values).
+constexpr int32_t kDefaultSpinsPerDelay = 100;   // DEFAULT_SPINS_PER_DELAY
+constexpr int32_t kMinSpinsPerDelay = 10;        // MIN_SPINS_PER_DELAY
+constexpr int32_t kMaxSpinsPerDelay = 1000;      // MAX_SPINS_PER_DELAY
+constexpr int32_t kSpinsPerDelayNoSleepStep = 100;  // finish_spin_delay: +100 if it never slept
+constexpr uint32_t kNumDelays = 1000;            // NUM_DELAYS: sleeps before "stuck spinlock"
+constexpr uint64_t kMinDelayUsec = 1000;         // MIN_DELAY_USEC: first sleep, 1 ms
+constexpr uint64_t kMaxDelayUsec = 1000000;      // MAX_DELAY_USEC: wrap back to 1 ms above 1 s
+// lwlock.c: MAX_SIMUL_LWLOCKS, how many LWLocks one backend may hold at once.
+constexpr uint32_t kMaxSimulLwLocks = 200;
+
+// Backend-local lock state of one client: what PostgreSQL keeps in process-local statics
+// (s_lock.c's spins_per_delay, lwlock.c's held_lwlocks[] / num_held_lwlocks). Owner-only and
+// plain: it is not shared memory, so it deliberately does not go through P.
+struct LockLocal {
+  struct Held {
+    const void* lock = nullptr;
+    LwMode mode = kLwExclusive;
+  };
+  int32_t spins_per_delay = kDefaultSpinsPerDelay;  // S3 (core/locks/spinlock.h)
+  uint32_t num_held = 0;
+  std::array<Held, kMaxSimulLwLocks> held{};
+};
+
 template <class P>
 struct alignas(64) Proc {
   ClientId id{};
@@ -107,6 +131,7 @@ struct alignas(64) Proc {
   // Owner-only state.
   uint64_t rng_state = 0;  // per-client PRNG (splitmix64), seeded by the cell seed and id
   ProcStats stats;
+  LockLocal lock_local;
 
   void set_wait(WaitEvent e) { wait_event.store(static_cast<uint32_t>(e), std::memory_order_relaxed); }
   void clear_wait() { wait_event.store(0, std::memory_order_relaxed); }
