@@ -1,0 +1,114 @@
+// Config files, the matrix and `--set` overrides: JSON in, fully resolved CellSpecs out.
+//
+// A config (configs/README.md is the reference for every key) holds the top-level sections
+// `platform`, `wal`, `commit`, `workload`, `run`, a default `strategy`, and a `matrix` whose
+// list-valued entries expand as a cartesian product. Resolution of one cell, lowest priority
+// first: the defaults in harness/spec.h, the top-level sections, the matrix values.
+//
+// Errors. Everything a user can get wrong in a config or on the command line is a ConfigError
+// (config contents) or a UsageError (CLI misuse, unreadable result files). Both carry one line
+// of text; the CLI prints it as `walbench: error: <what()>` and exits with 2.
+//
+// JSON paths in messages are JSON Pointers (RFC 6901): "/matrix/clients/2",
+// "/matrix/workload.record_size/0/dist", "/strategy/params/num_locks". Pointers, not dotted
+// paths, because matrix keys themselves contain dots. `--set` takes dotted paths
+// (run.duration_s); the error for a bad --set value names the --set argument and the pointer.
+//
+// Key order. Matrix keys other than `strategy` and `clients` expand in the order they appear in
+// the file, so load_config_file() returns nlohmann::ordered_json. The nlohmann::json overloads
+// exist for callers that built their config in code; they see keys in sorted order.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/spec.h"
+
+namespace walbench {
+
+// A problem in a config file (or a --set override). what() is one line:
+//   <file>: <json path>: <problem>; expected <expected>[ (did you mean "<suggestion>"?)]
+//   <file>:<line>:<column>: <problem>; expected <expected>        (JSON syntax errors)
+//   <file>: <problem>; expected <expected>                        (whole-file problems)
+struct ConfigError : std::runtime_error {
+  ConfigError(std::string file, std::string json_path, std::string problem, std::string expected,
+              std::string suggestion = "");
+  // A JSON syntax error at a 1-based line and column.
+  static ConfigError syntax(std::string file, int line, int column, std::string problem,
+                            std::string expected);
+  // The same error reported against another source (used to name a --set argument).
+  ConfigError with_file(std::string new_file) const;
+
+  std::string file;        // config path, or "--set PATH=VALUE"
+  std::string json_path;   // JSON Pointer; empty for whole-file and syntax errors
+  std::string problem;     // what is wrong, with the offending value
+  std::string expected;    // what would have been accepted
+  std::string suggestion;  // closest allowed key/choice for a misspelling; may be empty
+  int line = 0;            // syntax errors only (1-based), else 0
+  int column = 0;
+};
+
+// CLI misuse (bad subcommand arguments, unwritable output) and unreadable or invalid result
+// files given to `report` / `compare`. what() is one line.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Reads and parses one config file. Throws ConfigError for an unreadable file, a syntax error
+// (with line:column), a duplicate key (with its JSON path) or a top level that is not an object.
+// Does not validate the schema; expand_matrix() does.
+nlohmann::ordered_json load_config_file(const std::string& path);
+
+// Applies one `--set PATH=VALUE`: PATH is dotted (`run.duration_s`, `wal.wal_buffers`,
+// `strategy.params.num_locks`); under `matrix.` the rest of PATH is one matrix key
+// (`matrix.workload.record_size=[16,1024]`). VALUE is parsed as JSON when it parses, else taken
+// as a string (`wal.storage=file`). Missing objects on the way are created. Throws ConfigError
+// naming the --set argument for a malformed assignment or an unknown key (with "did you mean").
+void apply_override(nlohmann::ordered_json& config, const std::string& assignment);
+void apply_override(nlohmann::json& config, const std::string& assignment);
+
+// Validates a config and expands its matrix. Order: strategy variants outermost, then clients,
+// then the other matrix keys in file order (the last one varies fastest). Each cell carries
+// index/total within this config, its variant label, its matrix_values (every matrix key with
+// more than one value; "strategy" maps to the variant label) and the resolved spec. `file` is
+// used in error messages only.
+std::vector<CellSpec> expand_matrix(const nlohmann::ordered_json& config, const std::string& file);
+std::vector<CellSpec> expand_matrix(const nlohmann::json& config, const std::string& file);
+
+// The shape of a config's matrix, for `walbench validate`: ("strategies", 3), ("clients", 4),
+// ("workload.record_size", 2) ... in expansion order, and the cell count (their product).
+struct MatrixShape {
+  std::vector<std::pair<std::string, size_t>> dims;
+  size_t cells = 0;
+  // "3 strategies x 4 clients x 2 workload.record_size"
+  std::string describe() const;
+};
+MatrixShape matrix_shape(const nlohmann::ordered_json& config, const std::string& file);
+
+// Several config files, as `walbench run a.json b.json` takes them: each is loaded, gets every
+// override (in order), and is expanded; the cells are concatenated in file order and
+// renumbered 0..N-1 of N. An error in a value that came from a --set names that --set argument.
+struct LoadedConfigs {
+  std::vector<std::string> paths;
+  std::vector<nlohmann::ordered_json> configs;  // after overrides
+  std::vector<CellSpec> cells;
+  // What the result file records: the config itself for one file, an array of them for several.
+  nlohmann::json combined() const;
+};
+LoadedConfigs load_configs(const std::vector<std::string>& paths,
+                           const std::vector<std::string>& overrides);
+
+// Hex of a 64-bit FNV-1a over the canonical dump (keys sorted, no whitespace): equal configs
+// hash equal whatever their key order or formatting in the file.
+std::string config_hash(const nlohmann::json& config);
+
+// "did you mean": the candidate closest to `word` by edit distance (case-insensitive), or ""
+// when none is close enough to be a plausible misspelling.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace walbench

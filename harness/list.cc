@@ -1,0 +1,226 @@
+// The catalogue behind `walbench list`. Strategies come from the registry; workloads and
+// platforms are described here. NB: the workload and platform entries must match what
+// harness/config.cc accepts and configs/README.md documents.
+#include "harness/list.h"
+
+#include <algorithm>
+#include <ostream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "harness/config.h"
+#include "harness/runner.h"  // kWalbenchVersion
+#include "harness/spec.h"
+#include "strategies/strategy.h"
+
+#ifndef WALBENCH_GIT_SHA
+#define WALBENCH_GIT_SHA "unknown"
+#endif
+#ifndef WALBENCH_BUILD_TYPE
+#define WALBENCH_BUILD_TYPE "unknown"
+#endif
+
+namespace walbench {
+
+namespace {
+
+constexpr size_t kWidth = 100;  // wrap column
+
+// One documented parameter, already rendered to text.
+struct Row {
+  std::string name, type, def, allowed, doc;
+};
+
+// One catalogue entry: a strategy, a workload or a platform.
+struct Entry {
+  std::string name, origin, summary;
+  std::vector<Row> rows;
+};
+
+std::string fmt_num(double x) {
+  if (x == static_cast<double>(static_cast<int64_t>(x))) return absl::StrFormat("%d", static_cast<int64_t>(x));
+  return absl::StrFormat("%g", x);
+}
+
+Row row_of(const ParamSpec& p) {
+  using T = ParamSpec::Type;
+  Row r;
+  r.name = p.name;
+  r.def = p.default_value.dump();
+  r.doc = p.doc;
+  const bool ranged = !(p.min == 0 && p.max == 0);
+  switch (p.type) {
+    case T::kInt:
+      r.type = "int";
+      r.allowed = ranged ? fmt_num(p.min) + ".." + fmt_num(p.max) : "any integer";
+      if (p.power_of_two) r.allowed += ", power of two";
+      break;
+    case T::kDouble:
+      r.type = "number";
+      r.allowed = ranged ? fmt_num(p.min) + ".." + fmt_num(p.max) : "any number";
+      break;
+    case T::kBool:
+      r.type = "bool";
+      r.allowed = "true | false";
+      break;
+    case T::kString:
+      r.type = "string";
+      r.allowed = p.choices.empty() ? "any string" : absl::StrJoin(p.choices, " | ");
+      break;
+  }
+  return r;
+}
+
+// Greedy word wrap of `text` into lines of at most `width` characters.
+std::vector<std::string> wrap(const std::string& text, size_t width) {
+  std::vector<std::string> lines;
+  std::string line;
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      lines.push_back(line);
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line.append(word.data(), word.size());
+  }
+  if (!line.empty() || lines.empty()) lines.push_back(line);
+  return lines;
+}
+
+void print_wrapped(std::ostream& out, const std::string& first_prefix, const std::string& text) {
+  const std::string indent(first_prefix.size(), ' ');
+  const size_t width = kWidth > first_prefix.size() + 20 ? kWidth - first_prefix.size() : 20;
+  const auto lines = wrap(text, width);
+  for (size_t i = 0; i < lines.size(); ++i) out << (i == 0 ? first_prefix : indent) << lines[i] << '\n';
+}
+
+void print_section(std::ostream& out, const std::string& title, const std::string& how,
+                   const std::vector<Entry>& entries) {
+  out << title << '\n';
+  print_wrapped(out, "  ", how);
+  // Parameter columns are aligned across the whole section.
+  size_t wn = 4, wt = 4, wd = 7;
+  for (const auto& e : entries)
+    for (const auto& r : e.rows) {
+      wn = std::max(wn, r.name.size());
+      wt = std::max(wt, r.type.size());
+      wd = std::max(wd, r.def.size());
+    }
+  for (const auto& e : entries) {
+    out << '\n' << "  " << e.name << '\n';
+    print_wrapped(out, "    origin   ", e.origin);
+    print_wrapped(out, "    summary  ", e.summary);
+    if (e.rows.empty()) {
+      out << "    params   none\n";
+      continue;
+    }
+    const std::string pre = "    params   ";
+    out << pre
+        << absl::StrFormat("%-*s  %-*s  %-*s  %s", wn, "name", wt, "type", wd, "default", "allowed")
+        << '\n';
+    for (const auto& r : e.rows) {
+      out << std::string(pre.size(), ' ')
+          << absl::StrFormat("%-*s  %-*s  %-*s  %s", wn, r.name, wt, r.type, wd, r.def, r.allowed)
+          << '\n';
+      print_wrapped(out, std::string(pre.size() + wn + 2, ' '), r.doc);
+    }
+  }
+}
+
+std::vector<Entry> strategy_entries() {
+  std::vector<Entry> out;
+  for (const auto& s : strategies()) {
+    Entry e{s.name, s.origin, s.summary, {}};
+    for (const auto& p : s.params) e.rows.push_back(row_of(p));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<Entry> workload_entries() {
+  const WorkloadSpec d;
+  const auto b = [](bool x) { return std::string(x ? "true" : "false"); };
+  return {
+      {"emit_message",
+       "PostgreSQL's SELECT pg_logical_emit_message(true, 'test', repeat('0', N)), one statement "
+       "per transaction (the benchmark of the 2023 WAL insertion lock thread)",
+       "one LogicalMessage record of 55+N bytes (N <= 226) or 58+N bytes, then, when "
+       "transactional, a 34-byte commit record, the CLOG update and a flush (if "
+       "commit.synchronous_commit)",
+       {
+           {"record_size", "size", d.record_size.label(),
+            "1..1073741824, or a distribution object",
+            "message length N in bytes: a number, {\"dist\": \"uniform\", \"min\": a, \"max\": "
+            "b} or {\"dist\": \"exponential\", \"mean\": m, \"min\": a, \"max\": b}, drawn per "
+            "transaction"},
+           {"transactional", "bool", b(d.transactional), "true | false",
+            "assign an xid and end with a commit record, CLOG update and flush; false: the "
+            "message record only"},
+           {"client_overhead_us", "number", fmt_num(d.client_overhead_us), "0..10000000",
+            "per-transaction work outside any lock, in microseconds (parse, execute, network "
+            "round trip): sets how much of a transaction contends"},
+       }},
+  };
+}
+
+std::vector<Entry> platform_entries() {
+  return {
+      {"threads", "this machine",
+       "one OS thread per client (std::thread); spinlocks spin and LWLocks sleep for real; "
+       "wall-clock throughput and latency",
+       {}},
+  };
+}
+
+}  // namespace
+
+void print_list(std::ostream& out, const std::string& what) {
+  std::string w = what;
+  if (w == "strategy") w = "strategies";
+  if (w == "workload") w = "workloads";
+  if (w == "platform") w = "platforms";
+  if (w.empty()) w = "all";
+  const std::vector<std::string> allowed = {"strategies", "workloads", "platforms", "all"};
+  if (std::find(allowed.begin(), allowed.end(), w) == allowed.end()) {
+    const std::string hint = closest_match(w, allowed);
+    throw UsageError("list: unknown category \"" + what + "\"; expected one of " +
+                     absl::StrJoin(allowed, ", ") +
+                     (hint.empty() ? "" : " (did you mean \"" + hint + "\"?)"));
+  }
+  bool first = true;
+  auto gap = [&] {
+    if (!first) out << '\n';
+    first = false;
+  };
+  if (w == "strategies" || w == "all") {
+    gap();
+    print_section(out, "STRATEGIES",
+                  "in a config: \"strategy\": {\"name\": NAME, \"label\": LABEL, \"params\": "
+                  "{...}}, or a list of those under \"matrix\": {\"strategy\": [...]}; sweep one "
+                  "parameter with the matrix key \"strategy.params.NAME\"",
+                  strategy_entries());
+  }
+  if (w == "workloads" || w == "all") {
+    gap();
+    print_section(out, "WORKLOADS",
+                  "in a config: \"workload\": {\"name\": NAME, ...}; sweep a parameter with the "
+                  "matrix key \"workload.NAME\"",
+                  workload_entries());
+  }
+  if (w == "platforms" || w == "all") {
+    gap();
+    print_section(out, "PLATFORMS", "in a config: \"platform\": {\"kind\": NAME}",
+                  platform_entries());
+  }
+  if (w == "all") out << "\nEvery config key, its default and the matrix rules: configs/README.md\n";
+}
+
+std::string version_string() {
+  return absl::StrFormat("walbench %s (git %s, %s build)", kWalbenchVersion, WALBENCH_GIT_SHA,
+                         WALBENCH_BUILD_TYPE);
+}
+
+}  // namespace walbench

@@ -1,0 +1,283 @@
+// The walbench CLI (CLI11): run, list, validate, report, compare.
+//
+// Exit status contract (NB: must match the --help footer and configs/README.md):
+//   0  everything ran (and verified)
+//   1  `run`: some cell failed (verification, watchdog, an error inside the model); the sweep
+//      went on and the result file records which and why
+//   2  bad input: a config or --set error (ConfigError), CLI misuse or a bad result file
+//      (UsageError), a CLI11 parse error, or any other exception. Always exactly one line on
+//      stderr: "walbench: error: <message>".
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "harness/config.h"
+#include "harness/list.h"
+#include "harness/report.h"
+#include "harness/runner.h"
+
+namespace walbench {
+namespace {
+
+constexpr const char* kDescription =
+    "walbench: a research framework for the locks that guard PostgreSQL's write-ahead log.\n"
+    "It models the WAL buffer and the locks around it (insertion locks, WALBufMappingLock,\n"
+    "WALWriteLock, the CLOG), runs any locking strategy against a matrix of workloads and\n"
+    "client counts on real threads, verifies that the WAL each run produced is intact, and\n"
+    "writes result JSON that `walbench report` turns into pgsql-hackers-style tables.\n";
+
+constexpr const char* kFooter =
+    "Examples:\n"
+    "  walbench list strategies                  strategies and their parameters\n"
+    "  walbench validate configs/quick.json      check a config and count its cells\n"
+    "  walbench run configs/quick.json           run it; writes results/<date>-<host>-quick.json\n"
+    "  walbench run configs/insert-locks.json --set run.duration_s=120 -o long.json\n"
+    "  walbench report results/2025-01-01-myhost-quick.json\n"
+    "  walbench compare base.json new.json       per-cell tps change, NEW/BASE - 1\n"
+    "\n"
+    "Configs live in configs/*.json; every key, its default and the matrix rules are in\n"
+    "configs/README.md. `walbench SUBCOMMAND --help` shows a subcommand's options.\n"
+    "\n"
+    "Exit status: 0 ok; 1 a cell failed (verification, watchdog); 2 bad input (config, command\n"
+    "line, result file), reported as one line on stderr.";
+
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+int fail(const std::string& message) {
+  std::cout.flush();
+  std::cerr << "walbench: error: " << one_line(message) << std::endl;
+  return 2;
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+std::string short_hostname() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
+  std::string h = buf;
+  h = h.substr(0, h.find('.'));
+  for (char& c : h)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  return h.empty() ? "unknown-host" : h;
+}
+
+// results/<YYYY-MM-DD>-<host>-<config basename>.json (basenames joined by '+' for several
+// configs), relative to the current directory; "-2", "-3", ... when that file already exists,
+// so a second run on the same day never overwrites the first.
+std::string default_output_path(const std::vector<std::string>& configs) {
+  std::vector<std::string> stems;
+  for (const auto& c : configs) stems.push_back(std::filesystem::path(c).stem().string());
+  const std::string base = "results/" + today() + "-" + short_hostname() + "-" +
+                           absl::StrJoin(stems, "+");
+  std::error_code ec;
+  std::filesystem::create_directories("results", ec);
+  if (ec) throw UsageError("run: cannot create results/ (" + ec.message() + "); use -o FILE");
+  std::string path = base + ".json";
+  for (int n = 2; std::filesystem::exists(path); ++n) path = base + "-" + std::to_string(n) + ".json";
+  return path;
+}
+
+std::string format_seconds(double s) {
+  if (s < 120) return absl::StrFormat("%.0f s", s);
+  if (s < 7200) return absl::StrFormat("%.0f min", s / 60);
+  return absl::StrFormat("%.1f h", s / 3600);
+}
+
+int validate_command(const std::vector<std::string>& paths, const std::vector<std::string>& sets) {
+  int rc = 0;
+  for (const auto& path : paths) {
+    try {
+      const LoadedConfigs loaded = load_configs({path}, sets);
+      const MatrixShape shape = matrix_shape(loaded.configs[0], path);
+      double seconds = 0;
+      for (const auto& c : loaded.cells)
+        seconds += c.run.repetitions * (c.run.warmup_s + c.run.duration_s);
+      std::cout << absl::StrFormat("%s: ok, %d cell%s (%s), at least %s of timed runs\n", path,
+                                   shape.cells, shape.cells == 1 ? "" : "s", shape.describe(),
+                                   format_seconds(seconds));
+    } catch (const ConfigError& e) {
+      rc = fail(e.what());
+    }
+  }
+  return rc;
+}
+
+int run_command(const std::vector<std::string>& paths, const std::vector<std::string>& sets,
+                std::string output, bool quiet) {
+  const LoadedConfigs loaded = load_configs(paths, sets);  // everything validated up front
+  if (output.empty()) {
+    output = default_output_path(paths);
+  } else {
+    const auto parent = std::filesystem::path(output).parent_path();
+    std::error_code ec;
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
+      throw UsageError("run: -o " + output + ": directory " + parent.string() +
+                       " does not exist");
+    if (std::filesystem::is_directory(output, ec))
+      throw UsageError("run: -o " + output + ": is a directory; expected a file name");
+  }
+  RunOptions opts;
+  opts.output_path = output;
+  opts.config_paths = paths;
+  opts.config = loaded.combined();
+  opts.config_hash = config_hash(opts.config);
+  opts.overrides = sets;
+  opts.quiet = quiet;
+  if (!quiet)
+    std::cerr << absl::StrFormat("walbench: %d cell%s from %s -> %s\n", loaded.cells.size(),
+                                 loaded.cells.size() == 1 ? "" : "s", absl::StrJoin(paths, ", "),
+                                 output);
+  return run_matrix(loaded.cells, opts, std::cout, std::cerr);
+}
+
+int real_main(int argc, char** argv) {
+  CLI::App app{kDescription, "walbench"};
+  app.footer(kFooter);
+  app.set_version_flag("--version", version_string(), "print the version and build, then exit");
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  // run
+  std::vector<std::string> run_configs, run_sets;
+  std::string run_output;
+  bool run_quiet = false;
+  CLI::App* run = app.add_subcommand(
+      "run", "run the matrix of one or more configs, verify every cell, write a result file");
+  run->add_option("CONFIG", run_configs,
+                  "config file(s); several run one after the other, cells concatenated")
+      ->required()
+      ->type_name("FILE");
+  run->add_option("-o,--output", run_output,
+                  "result file (default: results/<YYYY-MM-DD>-<host>-<config>.json)")
+      ->type_name("FILE");
+  run->add_option("--set", run_sets,
+                  "override a config value, PATH=VALUE with a dotted PATH (run.duration_s=2, "
+                  "matrix.clients=[1,2]); VALUE is JSON if it parses, else a string; repeatable")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("PATH=VALUE");
+  run->add_flag("-q,--quiet", run_quiet, "no progress lines (the per-cell lines stay)");
+  run->footer(
+      "Example: walbench run configs/quick.json --set run.repetitions=3 -o quick3.json\n"
+      "Exit status: 0 all cells ok; 1 some cell failed (recorded in the result file); 2 bad "
+      "input.");
+
+  // list
+  std::string list_what = "all";
+  CLI::App* list = app.add_subcommand(
+      "list", "list strategies, workloads and platforms with their parameters and defaults");
+  list->add_option("WHAT", list_what, "strategies | workloads | platforms | all (default all)")
+      ->type_name("");
+  list->footer("Example: walbench list strategies");
+
+  // validate
+  std::vector<std::string> val_configs, val_sets;
+  CLI::App* validate = app.add_subcommand(
+      "validate", "check config files without running them and count their cells");
+  validate->add_option("CONFIG", val_configs, "config file(s)")->required()->type_name("FILE");
+  validate
+      ->add_option("--set", val_sets, "override a config value as for run (PATH=VALUE)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("PATH=VALUE");
+  validate->footer(
+      "Example: walbench validate configs/*.json\n"
+      "Prints \"<file>: ok, N cells (...)\" per good file, one error line per bad one; exit "
+      "status 2 if any is bad.");
+
+  // report
+  std::string report_path;
+  CLI::App* report = app.add_subcommand(
+      "report", "print a result file as tables of median tps (pgsql-hackers format)");
+  report->add_option("RESULT", report_path, "result JSON written by walbench run")
+      ->required()
+      ->type_name("FILE");
+  report->footer("Example: walbench report results/2025-01-01-myhost-quick.json");
+
+  // compare
+  std::string cmp_base, cmp_new;
+  CLI::App* compare = app.add_subcommand(
+      "compare", "compare two result files cell by cell (NEW/BASE - 1 of the median tps)");
+  compare->add_option("BASE", cmp_base, "baseline result file")->required()->type_name("FILE");
+  compare->add_option("NEW", cmp_new, "result file to compare against BASE")
+      ->required()
+      ->type_name("FILE");
+  compare->footer("Example: walbench compare results/base.json results/new.json");
+
+  // CLI11 would call an unknown subcommand "a subcommand is required"; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string first = argv[1];
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), first) == names.end()) {
+      const std::string hint = closest_match(first, names);
+      return fail("unknown subcommand \"" + first + "\"; expected one of " +
+                  absl::StrJoin(names, ", ") +
+                  (hint.empty() ? "" : " (did you mean \"" + hint + "\"?)"));
+    }
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version: to stdout, status 0
+    std::string where;
+    for (const CLI::App* sub : app.get_subcommands()) where = sub->get_name();
+    std::string msg = e.what();
+    if (msg.empty()) msg = e.get_name();
+    return fail((where.empty() ? "" : where + ": ") + msg + " (see walbench " +
+                (where.empty() ? "" : where + " ") + "--help)");
+  }
+
+  if (*run) return run_command(run_configs, run_sets, run_output, run_quiet);
+  if (*list) {
+    print_list(std::cout, list_what);
+    return 0;
+  }
+  if (*validate) return validate_command(val_configs, val_sets);
+  if (*report) return report_command(report_path, std::cout, std::cerr);
+  if (*compare) return compare_command(cmp_base, cmp_new, std::cout, std::cerr);
+  return fail("no subcommand (see walbench --help)");
+}
+
+}  // namespace
+}  // namespace walbench
+
+int main(int argc, char** argv) {
+  try {
+    return walbench::real_main(argc, argv);
+  } catch (const walbench::ConfigError& e) {
+    return walbench::fail(e.what());
+  } catch (const walbench::UsageError& e) {
+    return walbench::fail(e.what());
+  } catch (const std::exception& e) {
+    return walbench::fail(e.what());
+  } catch (...) {
+    return walbench::fail("unexpected internal error");
+  }
+}

@@ -1,0 +1,396 @@
+// `walbench report` / `walbench compare`; the table layout is described in report.h, the file
+// layout in harness/RESULTS.md (NB: must match what runner.cc writes).
+#include "harness/report.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "harness/config.h"
+#include "harness/runner.h"
+
+namespace walbench {
+
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void bad_file(const std::string& path, const std::string& what) {
+  throw UsageError(path + ": " + what);
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The matrix value naming the variant: config.cc maps the "strategy" key to the label.
+bool is_label_value(const json& v, const std::string& label) {
+  if (v.is_string()) return v.get<std::string>() == label;
+  if (v.is_object() && v.contains("label") && v["label"].is_string())
+    return v["label"].get<std::string>() == label;
+  return false;
+}
+
+std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// One cell of a result file, as the tables see it.
+struct CellView {
+  std::string label;
+  uint64_t clients = 0;
+  std::string column;     // record size label
+  bool ok = false;
+  bool has_tps = false;
+  double tps = 0;         // summary.tps_median
+  std::string error;
+  json matrix_rest;       // matrix values other than label, clients and record size
+  std::string group_key;  // everything that must be equal to share a table
+  std::string footer;     // the line under the table
+  std::string match_key;  // compare: (label, clients, matrix values)
+
+  std::string row() const { return absl::StrFormat("%s_%d_clients", label, clients); }
+  std::string describe() const {
+    std::string s = row() + " record_size=" + column;
+    for (const auto& [k, v] : matrix_rest.items()) s += " " + k + "=" + value_text(v);
+    return s;
+  }
+};
+
+std::string column_label(const json& cell) {
+  if (!cell.contains("workload") || !cell["workload"].is_object()) return "-";
+  const json& w = cell["workload"];
+  if (w.contains("record_size_label") && w["record_size_label"].is_string())
+    return w["record_size_label"].get<std::string>();
+  if (w.contains("record_size")) return value_text(w["record_size"]);
+  return "-";
+}
+
+const json& member_or_null(const json& obj, const char* key) {
+  static const json null_value;
+  if (obj.is_object() && obj.contains(key)) return obj[key];
+  return null_value;
+}
+
+template <class T>
+T get_or(const json& obj, const char* key, T fallback) {
+  const json& v = member_or_null(obj, key);
+  if (v.is_null()) return fallback;
+  try {
+    return v.get<T>();
+  } catch (const json::exception&) {
+    return fallback;
+  }
+}
+
+std::string footer_of(const json& cell, const json& matrix_rest) {
+  const json& w = member_or_null(cell, "workload");
+  const json& c = member_or_null(cell, "commit");
+  const json& wal = member_or_null(cell, "wal");
+  const json& p = member_or_null(cell, "platform");
+  const json& r = member_or_null(cell, "run");
+
+  std::vector<std::string> attrs;
+  if (get_or<bool>(w, "transactional", true))
+    attrs.push_back(get_or<bool>(c, "synchronous_commit", true) ? "synchronous_commit=on"
+                                                                : "synchronous_commit=off");
+  else
+    attrs.push_back("non-transactional");
+  const double overhead = get_or<double>(w, "client_overhead_us", 0.0);
+  if (overhead > 0) attrs.push_back(absl::StrFormat("client_overhead_us=%g", overhead));
+  std::string s = "workload " + get_or<std::string>(w, "name", "?") + " (";
+  for (size_t i = 0; i < attrs.size(); ++i) s += (i ? ", " : "") + attrs[i];
+  s += ")";
+
+  const std::string storage = get_or<std::string>(wal, "storage", "?");
+  s += ", storage " + storage;
+  if (storage == "file") s += get_or<bool>(wal, "fsync", true) ? " (fsync on)" : " (fsync off)";
+  s += ", platform " + get_or<std::string>(p, "kind", "?");
+  const uint64_t reps = get_or<uint64_t>(r, "repetitions", 1);
+  s += absl::StrFormat(", %d repetition%s x %g s, median tps", reps, reps == 1 ? "" : "s",
+                       get_or<double>(r, "duration_s", 0.0));
+  for (const auto& [k, v] : matrix_rest.items()) s += ", " + k + "=" + value_text(v);
+  return s;
+}
+
+std::vector<CellView> views_of(const json& doc) {
+  std::vector<CellView> views;
+  for (const json& cell : doc["cells"]) {
+    CellView v;
+    v.label = cell["label"].get<std::string>();
+    v.clients = cell["clients"].get<uint64_t>();
+    v.ok = cell["ok"].get<bool>();
+    v.column = column_label(cell);
+    const json& summary = member_or_null(cell, "summary");
+    if (summary.is_object() && summary.contains("tps_median") && summary["tps_median"].is_number()) {
+      v.has_tps = true;
+      v.tps = summary["tps_median"].get<double>();
+    }
+    v.error = get_or<std::string>(cell, "error", "");
+
+    const json& matrix = member_or_null(cell, "matrix");
+    v.matrix_rest = json::object();
+    if (matrix.is_object()) {
+      for (const auto& [k, val] : matrix.items()) {
+        if (k == "clients" || ends_with(k, "record_size") || is_label_value(val, v.label)) continue;
+        v.matrix_rest[k] = val;
+      }
+    }
+    json key = json::object();
+    for (const char* block : {"platform", "wal", "commit", "run"}) key[block] = member_or_null(cell, block);
+    json w = member_or_null(cell, "workload");
+    if (w.is_object()) {
+      w.erase("record_size");
+      w.erase("record_size_label");
+    }
+    key["workload"] = w;
+    key["matrix"] = v.matrix_rest;
+    v.group_key = key.dump();
+    v.footer = footer_of(cell, v.matrix_rest);
+    v.match_key = v.label + '\x1f' + std::to_string(v.clients) + '\x1f' + matrix.dump();
+    views.push_back(std::move(v));
+  }
+  return views;
+}
+
+struct Group {
+  std::string key;
+  std::string footer;
+  std::vector<size_t> cells;                                      // indices into the views
+  std::map<std::tuple<std::string, uint64_t, std::string>, size_t> slot;  // (label, clients, column)
+};
+
+// Groups in order of first appearance. A second cell for an occupied (label, clients, column)
+// slot opens another table with the same key rather than hiding one of the two.
+std::vector<Group> group_views(const std::vector<CellView>& views) {
+  std::vector<Group> groups;
+  for (size_t i = 0; i < views.size(); ++i) {
+    const CellView& v = views[i];
+    const auto slot = std::make_tuple(v.label, v.clients, v.column);
+    Group* target = nullptr;
+    for (auto& g : groups)
+      if (g.key == v.group_key && !g.slot.count(slot)) {
+        target = &g;
+        break;
+      }
+    if (!target) {
+      groups.push_back(Group{v.group_key, v.footer, {}, {}});
+      target = &groups.back();
+    }
+    target->cells.push_back(i);
+    target->slot[slot] = i;
+  }
+  return groups;
+}
+
+bool is_decimal(const std::string& s) {
+  return !s.empty() && s.size() < 19 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Renders one group with `text(view index)` as the cell text.
+template <class CellText>
+std::string render_group(const Group& g, const std::vector<CellView>& views, CellText text) {
+  // Columns: fixed (decimal) sizes ascending, then the others in order of appearance.
+  std::vector<std::string> columns;
+  for (size_t i : g.cells)
+    if (std::find(columns.begin(), columns.end(), views[i].column) == columns.end())
+      columns.push_back(views[i].column);
+  std::stable_sort(columns.begin(), columns.end(), [](const std::string& a, const std::string& b) {
+    const bool da = is_decimal(a), db = is_decimal(b);
+    if (da && db) return std::stoull(a) < std::stoull(b);
+    return da && !db;
+  });
+  // Rows: labels in order of appearance, clients ascending.
+  std::vector<std::string> labels;
+  for (size_t i : g.cells)
+    if (std::find(labels.begin(), labels.end(), views[i].label) == labels.end())
+      labels.push_back(views[i].label);
+  std::vector<std::pair<std::string, uint64_t>> rows;
+  for (const auto& label : labels) {
+    std::set<uint64_t> clients;
+    for (size_t i : g.cells)
+      if (views[i].label == label) clients.insert(views[i].clients);
+    for (uint64_t c : clients) rows.emplace_back(label, c);
+  }
+
+  std::vector<std::string> row_names;
+  std::vector<std::vector<std::string>> body;
+  for (const auto& [label, clients] : rows) {
+    row_names.push_back(absl::StrFormat("%s_%d_clients", label, clients));
+    std::vector<std::string> line;
+    for (const auto& col : columns) {
+      const auto it = g.slot.find(std::make_tuple(label, clients, col));
+      line.push_back(it == g.slot.end() ? "-" : text(it->second));
+    }
+    body.push_back(std::move(line));
+  }
+
+  size_t name_w = 0;
+  for (const auto& r : row_names) name_w = std::max(name_w, r.size());
+  std::vector<size_t> col_w(columns.size());
+  for (size_t c = 0; c < columns.size(); ++c) {
+    col_w[c] = columns[c].size();
+    for (const auto& line : body) col_w[c] = std::max(col_w[c], line[c].size());
+  }
+  std::string s = std::string(name_w, ' ');
+  for (size_t c = 0; c < columns.size(); ++c)
+    s += "  " + std::string(col_w[c] - columns[c].size(), ' ') + columns[c];
+  s += '\n';
+  for (size_t r = 0; r < rows.size(); ++r) {
+    s += row_names[r] + std::string(name_w - row_names[r].size(), ' ');
+    for (size_t c = 0; c < columns.size(); ++c)
+      s += "  " + std::string(col_w[c] - body[r][c].size(), ' ') + body[r][c];
+    s += '\n';
+  }
+  s += g.footer + '\n';
+  return s;
+}
+
+}  // namespace
+
+json load_result_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) bad_file(path, std::string("cannot read result file: ") + std::strerror(errno));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    bad_file(path, "not a walbench result file: the file is empty");
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // Line and column of the byte where parsing stopped.
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    bad_file(path, absl::StrFormat("not a walbench result file: invalid JSON at line %d, column %d", line, col));
+  }
+  if (!doc.is_object() || !doc.contains("cells") || !doc["cells"].is_array() ||
+      !doc.contains("context") || !doc["context"].is_object())
+    bad_file(path, "not a walbench result file: expected an object with \"context\" and a \"cells\" array");
+  const json& ctx = doc["context"];
+  if (!ctx.contains("schema_version") || !ctx["schema_version"].is_number_integer())
+    bad_file(path, "not a walbench result file: /context/schema_version is missing");
+  const auto version = ctx["schema_version"].get<int64_t>();
+  if (version != kResultSchemaVersion)
+    bad_file(path, absl::StrFormat("result schema_version %d is not supported (this walbench reads %d)",
+                                   version, kResultSchemaVersion));
+  for (size_t i = 0; i < doc["cells"].size(); ++i) {
+    const json& c = doc["cells"][i];
+    auto need = [&](const char* key, bool good, const char* expected) {
+      if (!good)
+        bad_file(path, absl::StrFormat("/cells/%d/%s: missing or invalid; expected %s", i, key, expected));
+    };
+    need("", c.is_object(), "an object");
+    need("label", c.contains("label") && c["label"].is_string(), "a string");
+    need("clients", c.contains("clients") && c["clients"].is_number_unsigned(), "a non-negative integer");
+    need("ok", c.contains("ok") && c["ok"].is_boolean(), "true or false");
+  }
+  return doc;
+}
+
+int report_command(const std::string& result_path, std::ostream& out, std::ostream& /*err*/) {
+  const json doc = load_result_file(result_path);
+  const std::vector<CellView> views = views_of(doc);
+  if (views.empty()) {
+    out << result_path << ": no cells\n";
+    return 0;
+  }
+  const std::vector<Group> groups = group_views(views);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (g) out << '\n';
+    out << render_group(groups[g], views, [&](size_t i) -> std::string {
+      const CellView& v = views[i];
+      if (!v.ok) return "FAILED";
+      if (!v.has_tps) return "-";
+      return std::to_string(std::llround(v.tps));
+    });
+  }
+  std::vector<const CellView*> failed;
+  for (const auto& v : views)
+    if (!v.ok) failed.push_back(&v);
+  if (!failed.empty()) {
+    out << absl::StrFormat("\nfailed cells (%d):\n", failed.size());
+    for (const CellView* v : failed) out << "  " << v->describe() << ": " << v->error << '\n';
+  }
+  return 0;
+}
+
+int compare_command(const std::string& base, const std::string& next, std::ostream& out,
+                    std::ostream& /*err*/) {
+  const json base_doc = load_result_file(base);
+  const json next_doc = load_result_file(next);
+  const std::vector<CellView> bviews = views_of(base_doc);
+  const std::vector<CellView> nviews = views_of(next_doc);
+
+  std::map<std::string, size_t> base_by_key;  // first cell of each key wins
+  for (size_t i = 0; i < bviews.size(); ++i) base_by_key.emplace(bviews[i].match_key, i);
+  std::set<std::string> next_keys;
+  for (const auto& v : nviews) next_keys.insert(v.match_key);
+
+  double log_sum = 0;
+  size_t log_n = 0;
+  std::vector<std::string> only_next, only_base;
+  std::vector<std::string> text(nviews.size());
+  for (size_t i = 0; i < nviews.size(); ++i) {
+    const CellView& nv = nviews[i];
+    const auto it = base_by_key.find(nv.match_key);
+    if (it == base_by_key.end()) {
+      text[i] = "-";
+      only_next.push_back(nv.describe());
+      continue;
+    }
+    const CellView& bv = bviews[it->second];
+    if (!nv.ok || !bv.ok) {
+      text[i] = "FAILED";
+    } else if (!nv.has_tps || !bv.has_tps || bv.tps <= 0) {
+      text[i] = "-";
+    } else {
+      const double ratio = nv.tps / bv.tps;
+      text[i] = absl::StrFormat("%+.1f%%", (ratio - 1) * 100);
+      if (ratio > 0) {
+        log_sum += std::log(ratio);
+        ++log_n;
+      }
+    }
+  }
+  for (const auto& bv : bviews)
+    if (!next_keys.count(bv.match_key)) only_base.push_back(bv.describe());
+
+  out << "compare: NEW " << next << " vs BASE " << base << " (median tps, NEW/BASE - 1)\n\n";
+  const std::vector<Group> groups = group_views(nviews);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    out << render_group(groups[g], nviews, [&](size_t i) { return text[i]; });
+    out << '\n';
+  }
+  if (log_n > 0)
+    out << absl::StrFormat("geometric mean change: %+.1f%% over %d cells\n",
+                           (std::exp(log_sum / static_cast<double>(log_n)) - 1) * 100, log_n);
+  else
+    out << "geometric mean change: n/a (no cell succeeded in both files)\n";
+  auto list = [&](const char* which, const std::vector<std::string>& cells) {
+    if (cells.empty()) return;
+    out << absl::StrFormat("only in %s (%d):\n", which, cells.size());
+    for (const auto& c : cells) out << "  " << c << '\n';
+  };
+  list("BASE", only_base);
+  list("NEW", only_next);
+  return 0;
+}
+
+}  // namespace walbench

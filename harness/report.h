@@ -1,0 +1,45 @@
+// `walbench report` and `walbench compare`: result files (harness/RESULTS.md) back into the
+// tables of the pgsql-hackers threads (shared/reference/README.md).
+//
+// Tables. Cells are grouped by everything but their variant label, client count and record
+// size: same platform, wal, commit, workload (record size aside) and run blocks, and the same
+// values of any other matrix key. Each group is one table:
+//
+//                                        16      64    256
+//   insert_locks_waitlist_4_clients    3026    2965   2846
+//   insert_locks_waitlist_16_clients  12087   11287  11670
+//   insert_locks_atomic_4_clients      3104  FAILED   2901
+//   workload emit_message (synchronous_commit=on), storage memory, platform threads, 1 repetition x 5 s, median tps
+//
+// The header lists the record sizes (SizeSpec labels: fixed sizes ascending, then the others in
+// file order); rows are `<label>_<clients>_clients`, labels in file order, clients ascending;
+// a cell is the median tps rounded to an integer, right-aligned; "FAILED" for a failed cell,
+// "-" for a combination the file does not hold. A line under the table names the workload,
+// storage, repetitions and duration (and the other matrix values of the group).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace walbench {
+
+// Reads and checks a result file (schema_version 1). Throws UsageError (harness/config.h)
+// naming the file and what is wrong: unreadable, not JSON (with line/column), not a walbench
+// result, unsupported schema version, a cell without label/clients/ok.
+nlohmann::json load_result_file(const std::string& path);
+
+// Prints one median-tps table per group, then the failed cells with their errors.
+// Returns 0; throws UsageError for a bad file.
+int report_command(const std::string& result_path, std::ostream& out, std::ostream& err);
+
+// Matches the cells of `next` to those of `base` by (label, clients, matrix values) and prints
+// the tables of `next` with NEW/BASE - 1 of the median tps ("+12.3%"); "FAILED" when either
+// side failed, "-" when base lacks the cell. The footer gives the geometric mean of NEW/BASE - 1
+// over the cells both ran successfully, and lists the cells found in only one file.
+// Returns 0; throws UsageError for a bad file.
+int compare_command(const std::string& base, const std::string& next, std::ostream& out,
+                    std::ostream& err);
+
+}  // namespace walbench
