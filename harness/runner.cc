@@ -704,14 +704,11 @@ void write_file_atomically(const std::string& path, const std::string& text) {
 }
 
 CellFactory registry_factory_lookup(const CellSpec& cell) {
-  if (cell.platform.kind != "threads")
-    throw std::runtime_error("platform \"" + cell.platform.kind +
-                             "\" is not implemented yet (only \"threads\")");
   const StrategyInfo* info = find_strategy(cell.strategy);
   if (!info) throw std::runtime_error("unknown strategy \"" + cell.strategy + "\"");
-  if (!info->make_threads)
-    throw std::runtime_error("strategy " + cell.strategy + " has no threads implementation yet");
-  return info->make_threads;
+  if (!info->make_cell)
+    throw std::runtime_error("strategy " + cell.strategy + " has no implementation yet");
+  return info->make_cell;
 }
 
 int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::ostream& out,

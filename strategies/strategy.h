@@ -34,7 +34,7 @@ struct StrategyInfo {
   std::string origin;   // "PostgreSQL 9.4-16 / 17+ / 2023 patch (71e4cc6b8ec6)"
   std::string summary;  // one line for `walbench list`
   std::vector<ParamSpec> params;
-  CellFactory make_threads = nullptr;  // platform "threads"
+  CellFactory make_cell = nullptr;  // builds the model on the cell's platform (make_cell.h)
 };
 
 // All registered strategies, in registry.cc order.

@@ -53,8 +53,8 @@ struct Outcome {
 Outcome run_cell(const CellSpec& spec, double seconds) {
   const StrategyInfo* info = find_strategy(spec.strategy);
   REQUIRE(info != nullptr);
-  REQUIRE(info->make_threads != nullptr);
-  auto cell = info->make_threads(spec, spec.run.seed);
+  REQUIRE(info->make_cell != nullptr);
+  auto cell = info->make_cell(spec, spec.run.seed);
   RunControl ctl(spec.clients);
   std::vector<std::thread> threads;
   for (uint32_t i = 0; i < spec.clients; ++i)

@@ -1,14 +1,12 @@
 #include "strategies/ideal/ideal.h"
 
-#include "core/platform/threads.h"
-#include "harness/wal_cell.h"
+#include "strategies/make_cell.h"
 
 namespace walbench {
 
 namespace {
-std::unique_ptr<CellRun> make_threads(const CellSpec& spec, uint64_t seed) {
-  return std::make_unique<WalCell<ThreadsPlatform, PrivateStream<ThreadsPlatform>>>(spec, seed,
-                                                                                    true);
+std::unique_ptr<CellRun> make_cell(const CellSpec& spec, uint64_t seed) {
+  return make_wal_cell<PrivateStream>(spec, seed, true);
 }
 }  // namespace
 
@@ -17,7 +15,7 @@ StrategyInfo ideal_info() {
           "each client CRCs, copies into its own buffer pages and writes them to its own "
           "storage; verified per private stream",
           {},
-          &make_threads};
+          &make_cell};
 }
 
 }  // namespace walbench

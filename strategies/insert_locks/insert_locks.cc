@@ -1,7 +1,6 @@
 #include "strategies/insert_locks/insert_locks.h"
 
-#include "core/platform/threads.h"
-#include "harness/wal_cell.h"
+#include "strategies/make_cell.h"
 
 namespace walbench {
 
@@ -24,9 +23,8 @@ InsertLocksParams InsertLocksParams::from_json(const nlohmann::json& j) {
 }
 
 namespace {
-std::unique_ptr<CellRun> make_threads(const CellSpec& spec, uint64_t seed) {
-  return std::make_unique<WalCell<ThreadsPlatform, InsertLocks<ThreadsPlatform>>>(
-      spec, seed, false, InsertLocksParams::from_json(spec.strategy_params));
+std::unique_ptr<CellRun> make_cell(const CellSpec& spec, uint64_t seed) {
+  return make_wal_cell<InsertLocks>(spec, seed, false, InsertLocksParams::from_json(spec.strategy_params));
 }
 }  // namespace
 
@@ -48,7 +46,7 @@ StrategyInfo insert_locks_info() {
                "random_stride (random start, odd stride, two conditional tries; 2025 proposal)",
                {"procno", "random_stride"}},
           },
-          &make_threads};
+          &make_cell};
 }
 
 }  // namespace walbench
