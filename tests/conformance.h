@@ -1,0 +1,90 @@
+// Shared body of the conformance suites (tests/*conformance*_test.cc): the list of strategy
+// variants, a stress cell spec, and a minimal runner that starts the clients, stops them, flushes
+// and verifies. A new strategy or policy joins by adding its variants here or by a test case
+// that calls run_cell() with its own spec.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness/cell.h"
+#include "harness/spec.h"
+#include "strategies/strategy.h"
+
+namespace walbench::conformance {
+
+
+struct Variant {
+  std::string strategy;
+  nlohmann::json params;
+};
+
+inline std::vector<Variant> all_variants() {
+  std::vector<Variant> v;
+  for (const StrategyInfo& s : strategies()) {
+    if (s.name == "insert_locks") {
+      for (const char* ia : {"waitlist", "atomic", "atomic_fastpath"})
+        for (const char* lc : {"procno", "random_stride"})
+          for (int n : {1, 8})
+            v.push_back({s.name, {{"num_locks", n}, {"insertingat", ia}, {"lock_choice", lc}}});
+    } else {
+      v.push_back({s.name, nlohmann::json::object()});
+    }
+  }
+  return v;
+}
+
+struct Outcome {
+  uint64_t txns = 0;
+  VerifyResult verify;
+  nlohmann::json model;
+};
+
+inline Outcome run_cell(const CellSpec& spec, double seconds) {
+  const StrategyInfo* info = find_strategy(spec.strategy);
+  REQUIRE(info != nullptr);
+  REQUIRE(info->make_cell != nullptr);
+  auto cell = info->make_cell(spec, spec.run.seed);
+  RunControl ctl(spec.clients);
+  std::vector<std::thread> threads;
+  for (uint32_t i = 0; i < spec.clients; ++i)
+    threads.emplace_back([&, i] { cell->client_main(i, ctl); });
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  ctl.stop = true;
+  for (auto& t : threads) t.join();
+  cell->finish();
+  Outcome o;
+  for (auto& c : ctl.counters) o.txns += c.txns.load();
+  o.verify = cell->verify();
+  o.model = cell->model_stats();
+  return o;
+}
+
+inline CellSpec stress_spec(const Variant& v) {
+  CellSpec spec;
+  spec.strategy = v.strategy;
+  spec.strategy_params = v.params;
+  spec.clients = 6;  // more than the 2 cores CI has
+  spec.wal.page_size = 1024;
+  spec.wal.segment_size = 8192;  // 8 pages: records cross segments often
+  spec.wal.wal_buffers = 4;      // a ring of 4 pages: constant eviction
+  spec.workload.record_size.kind = SizeSpec::Kind::kUniform;
+  spec.workload.record_size.min = 1;
+  spec.workload.record_size.max = 65536;  // up to 64 KiB: 16x the ring
+  spec.commit.wal_writer_delay_ms = 1;
+  spec.run.seed = 42;
+  return spec;
+}
+
+inline std::string describe(const Variant& v, const CellSpec& s) {
+  return v.strategy + " " + v.params.dump() + " sync=" +
+         std::to_string(s.commit.synchronous_commit) + " storage=" + s.wal.storage +
+         " transactional=" + std::to_string(s.workload.transactional);
+}
+
+
+}  // namespace walbench::conformance
