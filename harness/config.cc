@@ -327,6 +327,8 @@ SizeSpec parse_size(const OJson& v, const Where& w) {
 // tables in configs/README.md.
 
 using Apply = void (*)(CellSpec&, const OJson&, const Where&);
+// clog.strategy: a name or {"name": ..., "params": {...}} (defined with the strategy variants).
+void parse_clog_strategy(ClogSpec& clog, const OJson& v, const Where& w);
 struct FieldDef {
   const char* section;
   const char* key;
@@ -340,6 +342,15 @@ const std::vector<FieldDef>& field_defs() {
       {"platform", "kind",
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.platform.kind = want_string(v, w, {"threads"});
+       }},
+      // NB: the choices must match strategies/make_cell.h.
+      {"platform", "atomics",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.platform.atomics = want_string(v, w, {"native", "emulated"});
+       }},
+      {"platform", "spinlocks",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.platform.spinlocks = want_string(v, w, {"native", "semaphore"});
        }},
       {"wal", "page_size",
        [](CellSpec& c, const OJson& v, const Where& w) {
@@ -363,7 +374,8 @@ const std::vector<FieldDef>& field_defs() {
        [](CellSpec& c, const OJson& v, const Where& w) { c.wal.fsync = want_bool(v, w); }},
       {"wal", "buffer_init",
        [](CellSpec& c, const OJson& v, const Where& w) {
-         c.wal.buffer_init = want_string(v, w, {"mapping_lock"});
+         // NB: must match parse_buffer_init in core/wal/wal.h.
+         c.wal.buffer_init = want_string(v, w, {"mapping_lock", "lockfree"});
        }},
       {"commit", "synchronous_commit",
        [](CellSpec& c, const OJson& v, const Where& w) {
@@ -379,7 +391,9 @@ const std::vector<FieldDef>& field_defs() {
        }},
       {"workload", "name",
        [](CellSpec& c, const OJson& v, const Where& w) {
-         c.workload.name = want_string(v, w, {"emit_message"});
+         // NB: must match parse_workload in harness/wal_cell.h and harness/list.cc.
+         c.workload.name =
+             want_string(v, w, {"emit_message", "simple_update", "tpcb_like", "savepoints"});
        }},
       {"workload", "record_size",
        [](CellSpec& c, const OJson& v, const Where& w) { c.workload.record_size = parse_size(v, w); }},
@@ -390,6 +404,16 @@ const std::vector<FieldDef>& field_defs() {
       {"workload", "client_overhead_us",
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.workload.client_overhead_us = want_number(v, w, 0, false, 1e7);
+       }},
+      {"clog", "strategy",
+       [](CellSpec& c, const OJson& v, const Where& w) { parse_clog_strategy(c.clog, v, w); }},
+      {"clog", "clog_buffers",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.clog.clog_buffers = static_cast<uint32_t>(want_int(v, w, 4, 16384));
+       }},
+      {"clog", "page_size",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.clog.page_size = static_cast<uint32_t>(want_int(v, w, 1024, 32768, true));
        }},
       {"run", "duration_s",
        [](CellSpec& c, const OJson& v, const Where& w) {
@@ -419,9 +443,10 @@ const std::vector<FieldDef>& field_defs() {
   return defs;
 }
 
-const std::vector<std::string> kSections = {"platform", "wal", "commit", "workload", "run"};
+const std::vector<std::string> kSections = {"platform", "wal", "commit", "workload", "clog", "run"};
 const std::vector<std::string> kTopKeys = {"description", "platform", "wal",      "commit",
-                                           "workload",    "run",      "strategy", "matrix"};
+                                           "workload",    "clog",     "run",      "strategy",
+                                           "matrix"};
 const std::vector<std::string> kVariantKeys = {"name", "label", "params"};
 const char* const kVariantExpected =
     "a strategy name or an object {\"name\": ..., \"label\": ..., \"params\": {...}}";
@@ -536,6 +561,52 @@ std::string param_names(const StrategyInfo& info) {
   for (const auto& p : info.params) names.push_back(p.name);
   fail(w, "strategy " + info.name + " has no parameter \"" + name + "\"", param_names(info),
        closest_match(name, names));
+}
+
+std::vector<std::string> clog_strategy_names() {
+  std::vector<std::string> names;
+  for (const auto& s : clog_strategies()) names.push_back(s.name);
+  return names;
+}
+
+void parse_clog_strategy(ClogSpec& clog, const OJson& v, const Where& w) {
+  const std::string expected = "a CLOG strategy name (" + absl::StrJoin(clog_strategy_names(), ", ") +
+                               ") or {\"name\": ..., \"params\": {...}}";
+  OJson obj = v;
+  if (v.is_string()) obj = OJson{{"name", v}};
+  if (!obj.is_object()) fail(w, found(v), expected);
+  check_keys(obj, w, {"name", "params"});
+  if (!obj.contains("name")) fail(w, "the CLOG strategy has no \"name\"", expected);
+  const Where wn = v.is_string() ? w : w / "name";
+  if (!obj["name"].is_string()) fail(wn, found(obj["name"]), expected);
+  const std::string name = obj["name"].get<std::string>();
+  const ClogStrategyInfo* info = find_clog_strategy(name);
+  if (info == nullptr)
+    fail(wn, "unknown CLOG strategy \"" + name + "\"",
+         "one of " + absl::StrJoin(clog_strategy_names(), ", "),
+         closest_match(name, clog_strategy_names()));
+  clog.strategy = name;
+  clog.params = nlohmann::json::object();
+  std::vector<std::string> names;
+  for (const auto& p : info->params) {
+    clog.params[p.name] = p.default_value;
+    names.push_back(p.name);
+  }
+  if (!obj.contains("params")) return;
+  const Where wp = w / "params";
+  const std::string what = info->params.empty()
+                               ? "no parameters (" + name + " takes none)"
+                               : "one of " + absl::StrJoin(names, ", ");
+  check_object(obj["params"], wp, "an object of parameters: " + what);
+  for (auto it = obj["params"].begin(); it != obj["params"].end(); ++it) {
+    const ParamSpec* p = nullptr;
+    for (const auto& q : info->params)
+      if (q.name == it.key()) p = &q;
+    if (p == nullptr)
+      fail(wp / it.key(), "CLOG strategy " + name + " has no parameter \"" + it.key() + "\"",
+           what, closest_match(it.key(), names));
+    clog.params[p->name] = check_param(*p, it.value(), wp / it.key());
+  }
 }
 
 struct Variant {
@@ -796,6 +867,10 @@ void check_cell(const CellSpec& c, const std::map<std::string, std::string>& src
   if (c.wal.storage == "file" && c.wal.path.empty())
     fail(blame("wal.path", "wal.storage"), "storage \"file\" needs a directory in wal.path",
          "\"wal\": {\"storage\": \"file\", \"path\": \"/some/dir\"}");
+  if (!c.workload.transactional && c.workload.name != "emit_message")
+    fail(blame("workload.transactional", "workload.name"),
+         "workload " + c.workload.name + " is always transactional" + origin("workload.name"),
+         "\"transactional\": false only with emit_message");
 }
 
 std::vector<CellSpec> expand(const Plan& plan) {

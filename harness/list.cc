@@ -140,6 +140,16 @@ std::vector<Entry> strategy_entries() {
   return out;
 }
 
+std::vector<Entry> clog_entries() {
+  std::vector<Entry> out;
+  for (const auto& s : clog_strategies()) {
+    Entry e{s.name, s.origin, s.summary, {}};
+    for (const auto& p : s.params) e.rows.push_back(row_of(p));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 std::vector<Entry> workload_entries() {
   const WorkloadSpec d;
   const auto b = [](bool x) { return std::string(x ? "true" : "false"); };
@@ -160,18 +170,53 @@ std::vector<Entry> workload_entries() {
             "assign an xid and end with a commit record, CLOG update and flush; false: the "
             "message record only"},
            {"client_overhead_us", "number", fmt_num(d.client_overhead_us), "0..10000000",
-            "per-transaction work outside any lock, in microseconds (parse, execute, network "
-            "round trip): sets how much of a transaction contends"},
+            "per-statement work outside any lock, in microseconds (parse, execute, network "
+            "round trip): sets how much of a transaction contends; emit_message has one "
+            "statement per transaction"},
        }},
+      {"simple_update",
+       "pgbench -N (simple-update) in WAL terms, PostgreSQL 15 record sizes (PROTOCOLS.md "
+       "section 7): 5 statements, mean 278 B/txn (measured 277)",
+       "BEGIN; UPDATE pgbench_accounts: Heap2/PRUNE 68 B (p 0.6), then Heap/HOT_UPDATE 72 B or "
+       "(p 0.3) Heap/UPDATE 180 B + Btree/INSERT_LEAF 64 B; SELECT; INSERT INTO pgbench_history: "
+       "Heap/INSERT 80 B; END: COMMIT 34 B, flush (synchronous_commit), CLOG update",
+       {{"client_overhead_us", "number", fmt_num(d.client_overhead_us), "0..10000000",
+         "per-statement work outside any lock"}}},
+      {"tpcb_like",
+       "pgbench's default TPC-B-like script in WAL terms, PostgreSQL 15 record sizes "
+       "(PROTOCOLS.md section 7): 7 statements, mean 434 B/txn (measured 434)",
+       "BEGIN; UPDATE pgbench_accounts (as simple_update); SELECT; UPDATE pgbench_tellers: "
+       "Heap/HOT_UPDATE 72 B; UPDATE pgbench_branches: Heap/LOCK 59 B (p 0.2) + Heap/HOT_UPDATE "
+       "72 B; INSERT INTO pgbench_history: Heap/INSERT 80 B; END: COMMIT 34 B, flush, CLOG",
+       {{"client_overhead_us", "number", fmt_num(d.client_overhead_us), "0..10000000",
+         "per-statement work outside any lock"}}},
+      {"savepoints",
+       "the SELECT ... FOR UPDATE script with three savepoints (subtransactions in CLOG; "
+       "thread \"Speed up Clog Access by increasing CLOG buffers\", Kapila 2015-17)",
+       "BEGIN; SELECT ... FOR UPDATE: top-level xid, Heap/LOCK 59 B; 3 x (SAVEPOINT; SELECT ... "
+       "FOR UPDATE: a subtransaction xid, Heap/LOCK 59 B); END: COMMIT 54 B (3 subxacts), "
+       "flush, the tree's status set with the parent's (<= 5 subxids: group path); 290 B/txn",
+       {{"client_overhead_us", "number", fmt_num(d.client_overhead_us), "0..10000000",
+         "per-statement work outside any lock"}}},
   };
 }
 
 std::vector<Entry> platform_entries() {
+  const PlatformSpec d;
   return {
       {"threads", "this machine",
        "one OS thread per client (std::thread); spinlocks spin and LWLocks sleep for real; "
        "wall-clock throughput and latency",
-       {}},
+       {
+           {"atomics", "string", "\"" + d.atomics + "\"", "native | emulated",
+            "emulated: PostgreSQL's --disable-atomics (removed in 18, 8138526136): every atomic "
+            "write, exchange, CAS and fetch-op takes one of 64 spinlocks chosen by the atomic's "
+            "address; reads stay plain"},
+           {"spinlocks", "string", "\"" + d.spinlocks + "\"", "native | semaphore",
+            "semaphore: PostgreSQL's --disable-spinlocks (removed in 18, e25626677f): a spinlock "
+            "is one of 128 semaphores assigned round-robin, TAS = trylock, no PAUSE; emulated "
+            "atomics then use a separate set of 64 semaphores"},
+       }},
   };
 }
 
@@ -183,7 +228,8 @@ void print_list(std::ostream& out, const std::string& what) {
   if (w == "workload") w = "workloads";
   if (w == "platform") w = "platforms";
   if (w.empty()) w = "all";
-  const std::vector<std::string> allowed = {"strategies", "workloads", "platforms", "all"};
+  if (w == "clog_strategies") w = "clog";
+  const std::vector<std::string> allowed = {"strategies", "clog", "workloads", "platforms", "all"};
   if (std::find(allowed.begin(), allowed.end(), w) == allowed.end()) {
     const std::string hint = closest_match(w, allowed);
     throw UsageError("list: unknown category \"" + what + "\"; expected one of " +
@@ -203,6 +249,18 @@ void print_list(std::ostream& out, const std::string& what) {
                   "parameter with the matrix key \"strategy.params.NAME\"",
                   strategy_entries());
   }
+  if (w == "clog" || w == "all") {
+    gap();
+    const ClogSpec d;
+    print_section(out, "CLOG STRATEGIES",
+                  "how committers set their transaction's status in the commit log "
+                  "(transactional workloads). In a config: \"clog\": {\"strategy\": NAME or "
+                  "{\"name\": NAME, \"params\": {...}}, \"clog_buffers\": N (default " +
+                      std::to_string(d.clog_buffers) + ", 4..16384), \"page_size\": BYTES "
+                      "(default " + std::to_string(d.page_size) +
+                      ")}; sweep with the matrix key \"clog.strategy\"",
+                  clog_entries());
+  }
   if (w == "workloads" || w == "all") {
     gap();
     print_section(out, "WORKLOADS",
@@ -212,7 +270,10 @@ void print_list(std::ostream& out, const std::string& what) {
   }
   if (w == "platforms" || w == "all") {
     gap();
-    print_section(out, "PLATFORMS", "in a config: \"platform\": {\"kind\": NAME}",
+    print_section(out, "PLATFORMS",
+                  "in a config: \"platform\": {\"kind\": NAME, \"atomics\": ..., "
+                  "\"spinlocks\": ...}; sweep a policy with the matrix key \"platform.atomics\" "
+                  "or \"platform.spinlocks\"",
                   platform_entries());
   }
   if (w == "all") out << "\nEvery config key, its default and the matrix rules: configs/README.md\n";

@@ -754,7 +754,7 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
       factory = lookup(cell);
       if (!factory)
         throw std::runtime_error("strategy " + cell.strategy +
-                                 " has no threads implementation yet");
+                                 " has no implementation yet");
     } catch (const std::exception& e) {
       ok = false;
       error = e.what();

@@ -25,7 +25,9 @@ struct SizeSpec {
 };
 
 struct PlatformSpec {
-  std::string kind = "threads";  // "threads" (sim comes later)
+  std::string kind = "threads";     // "threads" (sim comes later)
+  std::string atomics = "native";   // "native" | "emulated" (--disable-atomics)
+  std::string spinlocks = "native"; // "native" | "semaphore" (--disable-spinlocks)
 };
 
 struct WalSpec {
@@ -35,7 +37,7 @@ struct WalSpec {
   std::string storage = "memory";       // "memory" | "file"
   std::string path;                     // directory for "file" storage (created if missing)
   bool fsync = true;                    // "file": fdatasync on flush
-  std::string buffer_init = "mapping_lock";  // "mapping_lock" (WALBufMappingLock)
+  std::string buffer_init = "mapping_lock";  // "mapping_lock" (WALBufMappingLock) | "lockfree" (bc22dc0e0d)
 };
 
 struct CommitSpec {
@@ -44,11 +46,22 @@ struct CommitSpec {
   uint32_t wal_writer_flush_after = 128;  // pages; WAL writer fsyncs when this many are pending
 };
 
+// The commit log (core/clog/clog.h) and who takes its control lock at commit (a CLOG strategy,
+// strategies/clog_*). Only transactional workloads touch it.
+struct ClogSpec {
+  std::string strategy = "clog_exclusive";  // a name in clog_strategies() (strategies/registry.cc)
+  nlohmann::json params = nlohmann::json::object();  // the strategy's parameters, defaults filled in
+  uint32_t clog_buffers = 128;          // SLRU buffers: Min(128, Max(4, NBuffers/512)) in PG 9.6-16
+  uint32_t page_size = 8192;            // BLCKSZ: 4 xids per byte, 32768 per page
+};
+
 struct WorkloadSpec {
+  // "emit_message", or pgbench's scripts in WAL terms: "simple_update", "tpcb_like",
+  // "savepoints" (harness/wal_cell.h has the records of each).
   std::string name = "emit_message";
-  SizeSpec record_size;                 // message length N; the record is 55+N / 58+N bytes
-  bool transactional = true;            // commit record + CLOG + flush (when synchronous_commit)
-  double client_overhead_us = 0;        // per-transaction work outside any lock
+  SizeSpec record_size;                 // emit_message: message length N; 55+N / 58+N bytes
+  bool transactional = true;            // commit record + flush (when synchronous_commit) + CLOG
+  double client_overhead_us = 0;        // per-statement work outside any lock
 };
 
 struct RunSpec {
@@ -73,6 +86,7 @@ struct CellSpec {
   WalSpec wal;
   CommitSpec commit;
   WorkloadSpec workload;
+  ClogSpec clog;
   RunSpec run;
   // The matrix values that vary for this cell ({"clients": 8, "workload.record_size": 16, ...}).
   nlohmann::json matrix_values = nlohmann::json::object();

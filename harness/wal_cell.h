@@ -1,12 +1,43 @@
 // WalCell: the model of one repetition of a cell — procs, storage, the shared WAL with its
-// insertion strategy, the WAL writer — and the workload's transaction loop, instantiated per
-// (platform, strategy). The only virtual call is client_main, once per client.
+// insertion strategy, the WAL writer, the CLOG with its CLOG strategy — and the workload's
+// transaction loop, instantiated per (platform, strategy). The only virtual call is client_main,
+// once per client; the workload is a template argument of the loop (one loop per workload), the
+// CLOG strategy a switch per commit (strategies/clog_choice.h).
 //
-// Workloads (DESIGN.md section 6, PROTOCOLS.md section 7):
+// Workloads (DESIGN.md section 6, PROTOCOLS.md section 7). Each statement starts with
+// client_overhead_us of work outside any lock (parse, execute, network round trip). Record sizes
+// are PostgreSQL 15's as pg_waldump shows them (wal_level=replica, 8 kB pages, no full-page
+// images: the steady state); every record carries the (client, seq) tag the WAL verifier checks.
 //   emit_message  SELECT pg_logical_emit_message(transactional, 'test', repeat('0', N)):
 //                 one LogicalMessage record of 55+N bytes (N <= 226) or 58+N bytes, then, if
-//                 transactional, an xid from XidGenLock, a 34-byte COMMIT record and XLogFlush
-//                 (synchronous_commit) or XLogSetAsyncXactLSN (asynchronous commit).
+//                 transactional (xid assigned first), the commit.
+//   simple_update pgbench -N (5 statements): BEGIN; UPDATE pgbench_accounts (the accounts
+//                 update below); SELECT abalance; INSERT INTO pgbench_history (Heap/INSERT 80 B);
+//                 END (the commit). Mean 278 B/txn of records (measured: 277).
+//   tpcb_like     pgbench's default script (7 statements): BEGIN; UPDATE pgbench_accounts (the
+//                 accounts update); SELECT abalance; UPDATE pgbench_tellers (Heap/HOT_UPDATE
+//                 72 B); UPDATE pgbench_branches (Heap/LOCK 59 B first with p = 0.2: the row was
+//                 updated concurrently and is locked again after the wait, then Heap/HOT_UPDATE
+//                 72 B); INSERT INTO pgbench_history (Heap/INSERT 80 B); END. Mean 434 B/txn
+//                 (measured: 434).
+//     the accounts update: Heap2/PRUNE 68 B first with p = 0.6 (before the xid is assigned, so
+//                 it carries none in the first statement), then Heap/HOT_UPDATE 72 B, or with
+//                 p = 0.3 a non-HOT Heap/UPDATE 180 B + Btree/INSERT_LEAF 64 B. The sizes are the
+//                 measured ones (PROTOCOLS.md section 7); the three probabilities are ours, chosen
+//                 so that both scripts' means match the measured bytes per transaction.
+//   savepoints    the select-for-update script with three savepoints (9 statements): BEGIN;
+//                 SELECT ... FROM pgbench_accounts FOR UPDATE (top-level xid, Heap/LOCK 59 B);
+//                 then three times SAVEPOINT sN; SELECT ... FOR UPDATE (pgbench_tellers,
+//                 pgbench_branches, another pgbench_accounts row): a subtransaction xid from the
+//                 same counter and its Heap/LOCK 59 B; END: a COMMIT of 54 B (34 + xinfo 4 +
+//                 nsubxacts 4 + 3 x 4 subxact xids, xact.c XactLogCommitRecord) and the tree's
+//                 status set with the parent's (3 <= 5 subxids: the group path applies).
+//                 290 B/txn of records.
+//   The commit (RecordTransactionCommit): the COMMIT record (34 B + 4 per subxact + 8 when
+//   there are any), then XLogFlush (synchronous_commit) or XLogSetAsyncXactLSN, then the CLOG:
+//   TransactionIdCommitTree / TransactionIdAsyncCommitTree (with the commit's end LSN as the
+//   group LSN), then the Proc's xids are cleared (ProcArrayEndTransaction's part we model).
+//   Non-transactional emit_message touches neither XidGen nor the CLOG (none is built).
 #pragma once
 
 #include <atomic>
@@ -21,6 +52,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "core/clog/clog.h"
 #include "core/locks/lwlock.h"
 #include "core/proc.h"
 #include "core/wal/format.h"
@@ -30,6 +62,7 @@
 #include "core/wal/wal.h"
 #include "harness/cell.h"
 #include "harness/spec.h"
+#include "strategies/clog_choice.h"
 
 namespace walbench {
 
@@ -37,6 +70,43 @@ namespace walbench {
 // (measured with pg_waldump: 16 -> 71, 226 -> 281, 256 -> 314).
 constexpr uint32_t emit_message_record_size(uint32_t n) { return n <= 226 ? 55 + n : 58 + n; }
 constexpr uint32_t kCommitRecordSize = 34;  // Transaction/COMMIT, wal_level=replica
+// Transaction/COMMIT with n subtransactions: + xl_xact_xinfo (4) + nsubxacts (4) + 4 per xid.
+constexpr uint32_t commit_record_size(uint32_t nsubxacts) {
+  return nsubxacts == 0 ? kCommitRecordSize : kCommitRecordSize + 8 + 4 * nsubxacts;
+}
+
+// pgbench's records (PROTOCOLS.md section 7, PG 15 pg_waldump, steady state).
+constexpr uint32_t kHeapHotUpdateSize = 72;    // Heap/HOT_UPDATE
+constexpr uint32_t kHeapUpdateSize = 180;      // Heap/UPDATE (non-HOT)
+constexpr uint32_t kHeapInsertSize = 80;       // Heap/INSERT into pgbench_history
+constexpr uint32_t kHeapLockSize = 59;         // Heap/LOCK (SELECT ... FOR UPDATE, EvalPlanQual)
+constexpr uint32_t kHeap2PruneSize = 68;       // Heap2/PRUNE
+constexpr uint32_t kBtreeInsertLeafSize = 64;  // Btree/INSERT_LEAF
+constexpr uint32_t kMaxPgbenchRecordSize = kHeapUpdateSize;
+// Info bytes as PostgreSQL's (heapam_xlog.h, nbtxlog.h, xact.h). format.h has no Heap2 rmgr:
+// PRUNE is logged under kRmHeap with Heap2's info value.
+constexpr uint8_t kInfoHeapInsert = 0x00;
+constexpr uint8_t kInfoHeapUpdate = 0x20;
+constexpr uint8_t kInfoHeapHotUpdate = 0x40;
+constexpr uint8_t kInfoHeapLock = 0x60;
+constexpr uint8_t kInfoHeap2Prune = 0x10;
+constexpr uint8_t kInfoBtreeInsertLeaf = 0x00;
+constexpr uint8_t kInfoXactCommit = 0x00;
+// The statement mix (ours; see the header): per mille.
+constexpr uint32_t kPrunePermille = 600;        // accounts update preceded by a PRUNE
+constexpr uint32_t kNonHotPermille = 300;       // accounts update is not HOT
+constexpr uint32_t kBranchLockPermille = 200;   // branches row locked again after a wait
+constexpr uint32_t kSavepoints = 3;             // savepoints workload: subtransactions per txn
+
+enum class WorkloadKind { kEmitMessage, kSimpleUpdate, kTpcbLike, kSavepoints };
+// NB: the names must match harness/config.cc (workload.name) and harness/list.cc.
+inline WorkloadKind parse_workload(const std::string& name) {
+  if (name == "emit_message") return WorkloadKind::kEmitMessage;
+  if (name == "simple_update") return WorkloadKind::kSimpleUpdate;
+  if (name == "tpcb_like") return WorkloadKind::kTpcbLike;
+  if (name == "savepoints") return WorkloadKind::kSavepoints;
+  throw std::invalid_argument("unknown workload \"" + name + "\"");
+}
 
 inline WalGeometry geometry_of(const WalSpec& w) {
   WalGeometry g;
@@ -108,8 +178,12 @@ class WalCell final : public CellRun {
         private_(private_streams),
         procs_(spec.clients + 1, seed),  // + the WAL writer
         geom_(geometry_of(spec.wal)),
-        xid_gen_lock_(&procs_, WaitEvent::kXidGen),
+        workload_(parse_workload(spec.workload.name)),
+        xid_gen_(procs_),
         per_client_(spec.clients) {
+    if (workload_ != WorkloadKind::kEmitMessage && !spec.workload.transactional)
+      throw std::invalid_argument("workload " + spec.workload.name + " is always transactional");
+    if (spec.workload.transactional) clog_ = std::make_unique<ClogChoice<P>>(spec.clog, procs_);
     const uint32_t streams = private_ ? clients_ : 1;
     for (uint32_t s = 0; s < streams; ++s) {
       Stream st;
@@ -125,44 +199,26 @@ class WalCell final : public CellRun {
       st.wal = std::make_unique<WalT>(geom_, spec.wal.wal_buffers, *st.storage, procs_, args...);
       streams_.push_back(std::move(st));
     }
-    const uint32_t max_len = std::max(emit_message_record_size(max_message_size(spec.workload.record_size)),
-                                      kCommitRecordSize);
+    const uint32_t max_len =
+        workload_ == WorkloadKind::kEmitMessage
+            ? std::max(emit_message_record_size(max_message_size(spec.workload.record_size)),
+                       kCommitRecordSize)
+            : std::max(kMaxPgbenchRecordSize, commit_record_size(kSavepoints));
     for (auto& c : per_client_) c.buffer.reset(new uint8_t[max_len]);
+    // C4 (core/clog/clog.h): a CLOG page with async commits is written only after WAL is flushed
+    // up to them. Private streams (ideal) have no single LSN order: commits there pass no LSN.
+    if (clog_ && !private_) clog_->clog().set_flush_hook(&clog_flush_hook, this);
     if (!private_) writer_ = std::thread([this] { wal_writer_main(); });
   }
 
   ~WalCell() override { stop_writer(); }
 
   void client_main(uint32_t client, RunControl& ctl) override {
-    Proc<P>& me = procs_[static_cast<int32_t>(client)];
-    WalT& wal = *streams_[private_ ? client : 0].wal;
-    ClientCounters& counters = ctl.counters[client];
-    PerClient& pc = per_client_[client];
-    uint8_t* buf = pc.buffer.get();
-    const WorkloadSpec& w = spec_.workload;
-    const uint64_t overhead_ns = static_cast<uint64_t>(w.client_overhead_us * 1000.0);
-    const bool sync = spec_.commit.synchronous_commit;
-
-    while (!ctl.stop.load(std::memory_order_relaxed)) {
-      const uint64_t t0 = P::now_ns();
-      if (overhead_ns) P::work(overhead_ns);
-      const Xid xid = w.transactional ? assign_xid(me) : kInvalidXid;
-      const uint32_t len = emit_message_record_size(draw_size(w.record_size, me));
-      uint32_t crc = build_record(buf, len, xid, kRmLogicalMsg, 0, me.id, pc.records++);
-      wal.insert(me, buf, len, crc);
-      uint64_t bytes = max_align(len);
-      if (w.transactional) {
-        crc = build_record(buf, kCommitRecordSize, xid, kRmXact, 0, me.id, pc.records++);
-        const auto commit = wal.insert(me, buf, kCommitRecordSize, crc);
-        bytes += max_align(kCommitRecordSize);
-        if (sync)
-          wal.flush(me, commit.end);
-        else
-          wal.set_async_xact_lsn(me, commit.end);
-      }
-      const uint64_t t1 = P::now_ns();
-      counters.count_txn(bytes);
-      if (ctl.measuring.load(std::memory_order_relaxed)) counters.record_latency(t1 - t0);
+    switch (workload_) {
+      case WorkloadKind::kEmitMessage: return run_loop<WorkloadKind::kEmitMessage>(client, ctl);
+      case WorkloadKind::kSimpleUpdate: return run_loop<WorkloadKind::kSimpleUpdate>(client, ctl);
+      case WorkloadKind::kTpcbLike: return run_loop<WorkloadKind::kTpcbLike>(client, ctl);
+      case WorkloadKind::kSavepoints: return run_loop<WorkloadKind::kSavepoints>(client, ctl);
     }
   }
 
@@ -180,6 +236,7 @@ class WalCell final : public CellRun {
     }
   }
 
+  // WAL (every stream) and, after a transactional workload, the CLOG; the first error wins.
   VerifyResult verify() override {
     VerifyResult total;
     for (size_t s = 0; s < streams_.size(); ++s) {
@@ -199,6 +256,24 @@ class WalCell final : public CellRun {
       if (!r.ok && total.ok) {
         total.ok = false;
         total.error = private_ ? "stream of client " + std::to_string(s) + ": " + r.error : r.error;
+      }
+    }
+    if (clog_) {
+      ClogExpect ex;
+      ex.first = kFirstNormalXid;
+      ex.next = xid_gen_.next();
+      for (const auto& c : per_client_) {
+        ex.assigned += c.xids;
+        ex.top_level += c.top_level;
+      }
+      const VerifyResult r = verify_clog(clog_->clog().image(), ex);
+      total.clog_checked = true;
+      total.clog_xids = r.clog_xids;
+      total.clog_committed = r.clog_committed;
+      total.clog_top_level = r.clog_top_level;
+      if (!r.ok && total.ok) {
+        total.ok = false;
+        total.error = r.error;
       }
     }
     return total;
@@ -229,13 +304,18 @@ class WalCell final : public CellRun {
       sum.flush_calls += c.flush_calls;
       storage_bytes += st.storage->bytes_written();
     }
-    return {{"writes", sum.writes},
+    nlohmann::json j = {{"writes", sum.writes},
             {"fsyncs", sum.fsyncs},
             {"wal_buffers_full", sum.wal_buffers_full},
             {"pages_initialised", sum.pages_initialised},
             {"flushes", sum.flush_calls},
             {"storage_bytes", storage_bytes},
             {"streams", streams_.size()}};
+    if (clog_) {
+      j["xids"] = xid_gen_.next().value - kFirstNormalXid.value;
+      j["clog"] = clog_->stats();
+    }
+    return j;
   }
 
  private:
@@ -244,17 +324,152 @@ class WalCell final : public CellRun {
     std::unique_ptr<Storage> storage;
     std::unique_ptr<WalT> wal;
   };
+  // Owner-only; read after the run.
   struct alignas(64) PerClient {
     std::unique_ptr<uint8_t[]> buffer;  // record under construction
     uint64_t records = 0;               // records inserted = next sequence number
+    uint64_t xids = 0;                  // xids assigned (top-level and subtransactions)
+    uint64_t top_level = 0;             // of which top-level
   };
 
-  Xid assign_xid(Proc<P>& me) {
-    xid_gen_lock_.acquire(me, kLwExclusive);
-    const uint32_t x = next_xid_.get();
-    next_xid_.set(x + 1 < kFirstNormalXid.value ? kFirstNormalXid.value : x + 1);
-    xid_gen_lock_.release(me);
-    return Xid{x};
+  // One client's transaction in progress.
+  struct Txn {
+    Txn(Proc<P>& m, WalT& w, PerClient& c, uint64_t overhead)
+        : me(m), wal(w), pc(c), overhead_ns(overhead) {}
+    Proc<P>& me;
+    WalT& wal;
+    PerClient& pc;
+    uint64_t overhead_ns;
+    uint64_t bytes = 0;       // reserved WAL bytes of this transaction
+    Xid xid = kInvalidXid;    // top-level xid once assigned
+    uint32_t nsub = 0;
+    Xid subxids[kSavepoints]; // ascending: assigned in order from one counter
+  };
+
+  // ---- The workloads (the header says what each is). ----
+
+  template <WorkloadKind W>
+  void run_loop(uint32_t client, RunControl& ctl) {
+    Txn t{procs_[static_cast<int32_t>(client)], *streams_[private_ ? client : 0].wal,
+          per_client_[client], static_cast<uint64_t>(spec_.workload.client_overhead_us * 1000.0)};
+    ClientCounters& counters = ctl.counters[client];
+    while (!ctl.stop.load(std::memory_order_relaxed)) {
+      const uint64_t t0 = P::now_ns();
+      t.bytes = 0;
+      if constexpr (W == WorkloadKind::kEmitMessage) {
+        emit_message_txn(t);
+      } else if constexpr (W == WorkloadKind::kSimpleUpdate) {
+        statement(t);  // BEGIN
+        statement(t);  // UPDATE pgbench_accounts
+        accounts_update(t);
+        statement(t);  // SELECT abalance
+        statement(t);  // INSERT INTO pgbench_history
+        insert_record(t, kRmHeap, kInfoHeapInsert, kHeapInsertSize, t.xid);
+        statement(t);  // END
+        commit(t);
+      } else if constexpr (W == WorkloadKind::kTpcbLike) {
+        statement(t);  // BEGIN
+        statement(t);  // UPDATE pgbench_accounts
+        accounts_update(t);
+        statement(t);  // SELECT abalance
+        statement(t);  // UPDATE pgbench_tellers
+        insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid);
+        statement(t);  // UPDATE pgbench_branches
+        if (chance(t, kBranchLockPermille)) insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid);
+        insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid);
+        statement(t);  // INSERT INTO pgbench_history
+        insert_record(t, kRmHeap, kInfoHeapInsert, kHeapInsertSize, t.xid);
+        statement(t);  // END
+        commit(t);
+      } else {
+        static_assert(W == WorkloadKind::kSavepoints);
+        statement(t);  // BEGIN
+        statement(t);  // SELECT ... FROM pgbench_accounts FOR UPDATE
+        assign_top(t);
+        insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid);
+        for (uint32_t i = 0; i < kSavepoints; ++i) {
+          statement(t);  // SAVEPOINT s<i+1>
+          statement(t);  // SELECT ... FOR UPDATE, inside the subtransaction
+          insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, assign_sub(t));
+        }
+        statement(t);  // END
+        commit(t);
+      }
+      const uint64_t t1 = P::now_ns();
+      counters.count_txn(t.bytes);
+      if (ctl.measuring.load(std::memory_order_relaxed)) counters.record_latency(t1 - t0);
+    }
+  }
+
+  void emit_message_txn(Txn& t) {
+    const WorkloadSpec& w = spec_.workload;
+    statement(t);
+    if (w.transactional) assign_top(t);
+    insert_record(t, kRmLogicalMsg, 0, emit_message_record_size(draw_size(w.record_size, t.me)), t.xid);
+    if (w.transactional) commit(t);
+  }
+
+  // UPDATE pgbench_accounts: maybe a PRUNE of the page first, then a HOT or a non-HOT update.
+  void accounts_update(Txn& t) {
+    if (chance(t, kPrunePermille)) insert_record(t, kRmHeap, kInfoHeap2Prune, kHeap2PruneSize, t.xid);
+    if (t.xid == kInvalidXid) assign_top(t);
+    if (chance(t, kNonHotPermille)) {
+      insert_record(t, kRmHeap, kInfoHeapUpdate, kHeapUpdateSize, t.xid);
+      insert_record(t, kRmBtree, kInfoBtreeInsertLeaf, kBtreeInsertLeafSize, t.xid);
+    } else {
+      insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid);
+    }
+  }
+
+  // ---- Transaction steps shared by the workloads. ----
+
+  void statement(Txn& t) {
+    if (t.overhead_ns) P::work(t.overhead_ns);
+  }
+
+  bool chance(Txn& t, uint32_t permille) { return t.me.next_random() % 1000 < permille; }
+
+  void assign_top(Txn& t) {
+    t.xid = xid_gen_.assign(t.me, &clog_->clog(), /*subtransaction=*/false);
+    ++t.pc.xids;
+    ++t.pc.top_level;
+  }
+
+  // AssignTransactionId for a subtransaction: the parent gets its xid first.
+  Xid assign_sub(Txn& t) {
+    if (t.xid == kInvalidXid) assign_top(t);
+    const Xid x = xid_gen_.assign(t.me, &clog_->clog(), /*subtransaction=*/true);
+    ++t.pc.xids;
+    t.subxids[t.nsub++] = x;
+    return x;
+  }
+
+  // Build (CRC before any lock) and insert one record carrying the client's next seq.
+  typename WalT::Inserted insert_record(Txn& t, uint8_t rmid, uint8_t info, uint32_t len, Xid xid) {
+    uint8_t* buf = t.pc.buffer.get();
+    const uint32_t crc = build_record(buf, len, xid, rmid, info, t.me.id, t.pc.records++);
+    t.bytes += max_align(len);
+    return t.wal.insert(t.me, buf, len, crc);
+  }
+
+  // RecordTransactionCommit + ProcArrayEndTransaction's xid part (see the header).
+  void commit(Txn& t) {
+    const auto rec = insert_record(t, kRmXact, kInfoXactCommit, commit_record_size(t.nsub), t.xid);
+    Lsn clog_lsn = kInvalidLsn;
+    if (spec_.commit.synchronous_commit) {
+      t.wal.flush(t.me, rec.end);
+    } else {
+      t.wal.set_async_xact_lsn(t.me, rec.end);
+      if (!private_) clog_lsn = rec.end;
+    }
+    clog_->commit_tree(t.me, t.xid, std::span<const Xid>(t.subxids, t.nsub), clog_lsn);
+    XidGen<P>::end_transaction(t.me);
+    t.xid = kInvalidXid;
+    t.nsub = 0;
+  }
+
+  static void clog_flush_hook(void* ctx, Proc<P>& me, Lsn upto) {
+    static_cast<WalCell*>(ctx)->streams_[0].wal->flush(me, upto);
   }
 
   // The WAL writer (walwriter.c): every wal_writer_delay, flush what async commits asked for.
@@ -286,8 +501,9 @@ class WalCell final : public CellRun {
   ProcTable<P> procs_;
   const WalGeometry geom_;
   std::vector<Stream> streams_;
-  alignas(128) LWLock<P> xid_gen_lock_;
-  typename P::template Shared<uint32_t> next_xid_{kFirstNormalXid.value};
+  const WorkloadKind workload_;
+  alignas(128) XidGen<P> xid_gen_;
+  std::unique_ptr<ClogChoice<P>> clog_;  // transactional workloads only
   std::vector<PerClient> per_client_;
   std::thread writer_;
   std::atomic<bool> writer_stop_{false};
