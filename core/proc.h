@@ -88,6 +88,10 @@ enum LwWaiting : uint32_t { kNotWaiting = 0, kWaiting = 1, kPendingWakeup = 2 };
 enum LwMode : uint32_t { kLwExclusive = 0, kLwShared = 1, kLwWaitUntilFree = 2 };
 
 constexpr int32_t kNoProc = -1;
+// INVALID_PGPROCNO for the unsigned atomic links of the CLOG group list.
+constexpr uint32_t kInvalidProcNo = 0xFFFFFFFFu;
+// PGPROC_MAX_CACHED_SUBXIDS: subtransaction xids a PGPROC caches before it "overflows".
+constexpr uint32_t kMaxCachedSubxids = 64;
 
 // s_lock.c constants (PostgreSQL's values).
 constexpr int32_t kDefaultSpinsPerDelay = 100;   // DEFAULT_SPINS_PER_DELAY
@@ -124,6 +128,28 @@ struct alignas(64) Proc {
   typename P::template Shared<uint32_t> lw_wait_mode{kLwExclusive};
   typename P::template Shared<int32_t> lw_next{kNoProc};
   typename P::template Shared<int32_t> lw_prev{kNoProc};
+
+  // The transaction's xids (PGPROC xid, subxidStatus, subxids.xids; PROTOCOLS.md section 6).
+  // Written by the owner only: xid and the subxid cache when XidGen assigns them (under
+  // XidGenLock, as GetNewTransactionId), cleared at transaction end. Read by a CLOG group
+  // leader for its members (strategies/clog_group_update), which is ordered after the owner's
+  // writes by the CAS that publishes the member and before its next writes by clog_group_member.
+  typename P::template Shared<uint32_t> xid{0};           // MyProc->xid; 0 = none
+  typename P::template Shared<uint32_t> nsubxids{0};      // cached subxids (<= kMaxCachedSubxids)
+  typename P::template Shared<uint32_t> subxids_overflowed{0};  // more than the cache holds
+  std::array<typename P::template Shared<uint32_t>, kMaxCachedSubxids> subxids{};
+
+  // CLOG group update (PG 11 baaf272ac9, PGPROC clogGroup*; protocol block in
+  // strategies/clog_group_update/clog_group_update.h). The member fields are written by the
+  // owner before it pushes itself on the group list and read by the leader; clog_group_page is
+  // also read by a client that checks the list head's page (an atomic: that read races with the
+  // head's owner starting its next transaction, as the plain read does in PostgreSQL).
+  typename P::template Atomic<uint32_t> clog_group_member{0};           // clogGroupMember
+  typename P::template Atomic<uint32_t> clog_group_next{kInvalidProcNo};  // clogGroupNext
+  typename P::template Shared<uint32_t> clog_group_xid{0};              // clogGroupMemberXid
+  typename P::template Shared<uint32_t> clog_group_status{0};           // clogGroupMemberXidStatus
+  typename P::template Atomic<uint32_t> clog_group_page{0};             // clogGroupMemberPage
+  typename P::template Shared<uint64_t> clog_group_lsn{0};              // clogGroupMemberLsn
 
   // Published for the sampler (the runner reads it from another thread).
   std::atomic<uint32_t> wait_event{0};

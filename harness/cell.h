@@ -4,6 +4,7 @@
 // one repetition and runs one client's transaction loop without any virtual call per record.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -61,9 +62,29 @@ struct RunControl {
 };
 
 
+// What a self-driven repetition (a simulated platform, where the model runs its clients as
+// fibers in virtual time) reports back to the runner: the same observations the runner makes
+// itself on real threads, in virtual seconds.
+struct DrivenRun {
+  bool measured = false;            // the timed window completed
+  double window_s = 0;              // its length (virtual seconds)
+  std::vector<uint64_t> txns0, bytes0, txns1, bytes1;  // per client, at window start / end
+  struct Progress {
+    double t, tps, lat_ms, stddev_ms;
+  };
+  std::vector<Progress> progress;
+  std::array<uint64_t, kNumWaitEvents + 1> wait_samples{};
+  std::string error;                // deadlock / stuck report, exception text; empty = fine
+  nlohmann::json platform_stats = nlohmann::json::object();  // e.g. simulator counters
+};
+
 class CellRun {
  public:
   virtual ~CellRun() = default;
+  // true: the runner calls drive() instead of starting client threads itself.
+  virtual bool drives_itself() const { return false; }
+  // Runs one repetition (warm-up, timed window, stop) and returns what it observed.
+  virtual DrivenRun drive(RunControl&, const RunSpec&) { return {}; }
   // Runs on client thread `client` until ctl.stop is set. Must publish wait events through the
   // Proc and count every finished transaction in ctl.counters[client].
   virtual void client_main(uint32_t client, RunControl& ctl) = 0;

@@ -9,6 +9,8 @@
 // the offending value.
 #include "harness/config.h"
 
+#include "core/platform/sim.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -341,7 +343,7 @@ const std::vector<FieldDef>& field_defs() {
   static const std::vector<FieldDef> defs = {
       {"platform", "kind",
        [](CellSpec& c, const OJson& v, const Where& w) {
-         c.platform.kind = want_string(v, w, {"threads"});
+         c.platform.kind = want_string(v, w, {"threads", "sim"});
        }},
       // NB: the choices must match strategies/make_cell.h.
       {"platform", "atomics",
@@ -706,6 +708,34 @@ std::vector<OJson> as_list(const OJson& v, const Where& w) {
   return out;
 }
 
+// platform {"kind": "sim", ...}: the platform fields, then every other key is a simulated
+// machine parameter, checked (with "did you mean") by SimConfig::from_json.
+void parse_sim_platform(PlatformSpec& p, const OJson& v, const Where& w,
+                        const std::vector<std::string>& platform_keys) {
+  nlohmann::json sim = nlohmann::json::object();
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const bool platform_field =
+        std::find(platform_keys.begin(), platform_keys.end(), it.key()) != platform_keys.end();
+    if (platform_field && it.key() != "kind") {
+      CellSpec tmp;
+      find_field("platform." + it.key())->apply(tmp, it.value(), w / it.key());
+      if (it.key() == "atomics") p.atomics = tmp.platform.atomics;
+      if (it.key() == "spinlocks") p.spinlocks = tmp.platform.spinlocks;
+    } else if (!platform_field) {
+      sim[it.key()] = nlohmann::json(it.value());
+    }
+  }
+  try {
+    nlohmann::json whole = sim;
+    whole["kind"] = "sim";
+    (void)SimConfig::from_json(whole, w.path);
+  } catch (const std::exception& e) {
+    fail(w, e.what(), "simulated machine parameters (configs/README.md, platform \"sim\")");
+  }
+  p.kind = "sim";
+  p.sim = std::move(sim);
+}
+
 Plan parse_plan(const OJson& config, const std::string& file) {
   Plan plan;
   plan.file = file;
@@ -723,6 +753,11 @@ Plan parse_plan(const OJson& config, const std::string& file) {
     const Where ws = root / section;
     const std::vector<std::string> keys = section_keys(section);
     check_object(config[section], ws, "an object with keys " + absl::StrJoin(keys, ", "));
+    if (section == "platform" && config[section].contains("kind") &&
+        config[section]["kind"] == "sim") {
+      parse_sim_platform(plan.base.platform, config[section], ws, keys);
+      continue;
+    }
     check_keys(config[section], ws, keys);
     for (auto it = config[section].begin(); it != config[section].end(); ++it) {
       const FieldDef* f = find_field(section + "." + it.key());

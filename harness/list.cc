@@ -158,8 +158,8 @@ std::vector<Entry> workload_entries() {
        "PostgreSQL's SELECT pg_logical_emit_message(true, 'test', repeat('0', N)), one statement "
        "per transaction (the benchmark of the 2023 WAL insertion lock thread)",
        "one LogicalMessage record of 55+N bytes (N <= 226) or 58+N bytes, then, when "
-       "transactional, a 34-byte commit record, the CLOG update and a flush (if "
-       "commit.synchronous_commit)",
+       "transactional, a 34-byte commit record, a flush (if commit.synchronous_commit) and the "
+       "CLOG update",
        {
            {"record_size", "size", d.record_size.label(),
             "1..1073741824, or a distribution object",
@@ -167,8 +167,8 @@ std::vector<Entry> workload_entries() {
             "b} or {\"dist\": \"exponential\", \"mean\": m, \"min\": a, \"max\": b}, drawn per "
             "transaction"},
            {"transactional", "bool", b(d.transactional), "true | false",
-            "assign an xid and end with a commit record, CLOG update and flush; false: the "
-            "message record only"},
+            "assign an xid and end with a commit record, a flush (when synchronous) and the "
+            "CLOG update; false: the message record only, no xid, no CLOG"},
            {"client_overhead_us", "number", fmt_num(d.client_overhead_us), "0..10000000",
             "per-statement work outside any lock, in microseconds (parse, execute, network "
             "round trip): sets how much of a transaction contends; emit_message has one "

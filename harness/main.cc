@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -128,7 +129,7 @@ int validate_command(const std::vector<std::string>& paths, const std::vector<st
 }
 
 int run_command(const std::vector<std::string>& paths, const std::vector<std::string>& sets,
-                std::string output, bool quiet) {
+                std::string output, bool quiet, unsigned jobs) {
   const LoadedConfigs loaded = load_configs(paths, sets);  // everything validated up front
   if (output.empty()) {
     output = default_output_path(paths);
@@ -148,6 +149,7 @@ int run_command(const std::vector<std::string>& paths, const std::vector<std::st
   opts.config_hash = config_hash(opts.config);
   opts.overrides = sets;
   opts.quiet = quiet;
+  opts.jobs = jobs;
   if (!quiet)
     std::cerr << absl::StrFormat("walbench: %d cell%s from %s -> %s\n", loaded.cells.size(),
                                  loaded.cells.size() == 1 ? "" : "s", absl::StrJoin(paths, ", "),
@@ -166,6 +168,7 @@ int real_main(int argc, char** argv) {
   std::vector<std::string> run_configs, run_sets;
   std::string run_output;
   bool run_quiet = false;
+  unsigned run_jobs = std::max(1u, std::thread::hardware_concurrency());
   CLI::App* run = app.add_subcommand(
       "run", "run the matrix of one or more configs, verify every cell, write a result file");
   run->add_option("CONFIG", run_configs,
@@ -182,6 +185,11 @@ int real_main(int argc, char** argv) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->type_name("PATH=VALUE");
   run->add_flag("-q,--quiet", run_quiet, "no progress lines (the per-cell lines stay)");
+  run->add_option("-j,--jobs", run_jobs,
+                  "simulated-platform cells run this many at a time, one per core (default: "
+                  "the number of cores); cells on real threads always run one at a time")
+      ->check(CLI::Range(1u, 1024u))
+      ->type_name("N");
   run->footer(
       "Example: walbench run configs/quick.json --set run.repetitions=3 -o quick3.json\n"
       "Exit status: 0 all cells ok; 1 some cell failed (recorded in the result file); 2 bad "
@@ -254,7 +262,7 @@ int real_main(int argc, char** argv) {
                 (where.empty() ? "" : where + " ") + "--help)");
   }
 
-  if (*run) return run_command(run_configs, run_sets, run_output, run_quiet);
+  if (*run) return run_command(run_configs, run_sets, run_output, run_quiet, run_jobs);
   if (*list) {
     print_list(std::cout, list_what);
     return 0;

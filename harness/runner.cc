@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <future>
+#include <sstream>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -162,38 +164,18 @@ struct RepResult {
 // Called when client threads are stuck for good; must not return (it ends the process).
 using StuckHandler = std::function<void(const RepResult&)>;
 
-RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t seed, bool quiet,
-                         std::ostream& err, const StuckHandler& on_stuck) {
-  RepResult res;
-  res.json["seed"] = seed;
-  auto fail = [&](const std::string& msg) {
-    if (res.ok) {
-      res.ok = false;
-      res.error = msg;
-    }
-  };
-  auto finalize_json = [&]() {
-    res.json["ok"] = res.ok;
-    res.json["error"] = res.ok ? ojson(nullptr) : ojson(res.error);
-  };
-
-  std::unique_ptr<CellRun> run;
-  try {
-    run = factory(cell, seed);
-  } catch (const std::exception& e) {
-    fail(std::string("building the model: ") + e.what());
-  } catch (...) {
-    fail("building the model: unknown exception");
-  }
-  if (res.ok && !run) fail("building the model: the factory returned no model");
-  if (!res.ok) {
-    finalize_json();
-    return res;
-  }
-
+// Runs one repetition on real threads: starts the clients on a barrier, then this thread is the
+// monitor (phases, progress, wait-event sampler, watchdog) until the clients have returned.
+template <class Fail, class Finalize>
+void run_threads_repetition(const CellSpec& cell, CellRun& run, RunControl& ctl, RepResult& res,
+                            bool quiet, std::ostream& err, const StuckHandler& on_stuck,
+                            Fail& fail, Finalize& finalize_json, std::vector<uint64_t>& txns0,
+                            std::vector<uint64_t>& bytes0, std::vector<uint64_t>& txns1,
+                            std::vector<uint64_t>& bytes1, ojson& progress,
+                            std::array<uint64_t, kNumWaitEvents + 1>& wait_samples,
+                            double& elapsed_s) {
   const uint32_t n = cell.clients;
   const RunSpec& rs = cell.run;
-  RunControl ctl(n);
   // returned[i]: client i is back from client_main (or never started). Written by the client,
   // read by the monitor (watchdog message).
   std::unique_ptr<std::atomic<bool>[]> returned(new std::atomic<bool>[n]);
@@ -214,7 +196,7 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
     start.arrive_and_wait();
     if (!ctl.stop.load(std::memory_order_acquire)) {
       try {
-        run->client_main(i, ctl);
+        run.client_main(i, ctl);
       } catch (const std::exception& e) {
         note_client_error(absl::StrFormat("client %u: %s", i, e.what()));
       } catch (...) {
@@ -248,16 +230,13 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
   const auto warm_end = t0 + from_seconds(std::max(0.0, rs.warmup_s));
   const auto window = from_seconds(std::max(0.0, rs.duration_s));
   Clock::time_point m_start{}, m_end{}, stop_at{}, next_sample{};
-  std::vector<uint64_t> txns0(n), bytes0(n), txns1(n), bytes1(n);
 
   const bool progress_on = rs.progress_interval_s > 0;
   const auto progress_step = from_seconds(progress_on ? rs.progress_interval_s : 1.0);
   auto next_progress = t0 + progress_step;
   auto last_progress = t0;
   std::vector<uint64_t> progress_txns(n, 0);
-  ojson progress = ojson::array();
 
-  std::array<uint64_t, kNumWaitEvents + 1> wait_samples{};  // last slot: out-of-range values
 
   const bool watchdog_on = rs.watchdog_s > 0;
   const auto watchdog = from_seconds(watchdog_on ? rs.watchdog_s : 0.0);
@@ -282,7 +261,7 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
     std::vector<std::string> names(n);
     for (uint32_t i = 0; i < n; ++i)
       names[i] = returned[i].load(std::memory_order_acquire) ? "returned"
-                                                             : wait_event_name(run->wait_event(i));
+                                                             : wait_event_name(run.wait_event(i));
     return group_wait_events(names);
   };
   auto all_returned = [&]() { return n_returned.load(std::memory_order_acquire) == n; };
@@ -339,7 +318,7 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
 
     if (phase == Phase::kMeasure && now >= next_sample) {
       for (uint32_t i = 0; i < n; ++i) {
-        const auto e = static_cast<size_t>(run->wait_event(i));
+        const auto e = static_cast<size_t>(run.wait_event(i));
         ++wait_samples[std::min(e, kNumWaitEvents)];
       }
       next_sample += kSamplePeriod;
@@ -415,6 +394,80 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
     std::lock_guard<std::mutex> g(error_mu);
     if (!client_error.empty()) fail(client_error);
   }
+  if (res.measured) elapsed_s = seconds(m_end - m_start);
+}
+
+RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t seed, bool quiet,
+                         std::ostream& err, const StuckHandler& on_stuck) {
+  RepResult res;
+  res.json["seed"] = seed;
+  auto fail = [&](const std::string& msg) {
+    if (res.ok) {
+      res.ok = false;
+      res.error = msg;
+    }
+  };
+  auto finalize_json = [&]() {
+    res.json["ok"] = res.ok;
+    res.json["error"] = res.ok ? ojson(nullptr) : ojson(res.error);
+  };
+
+  std::unique_ptr<CellRun> run;
+  try {
+    run = factory(cell, seed);
+  } catch (const std::exception& e) {
+    fail(std::string("building the model: ") + e.what());
+  } catch (...) {
+    fail("building the model: unknown exception");
+  }
+  if (res.ok && !run) fail("building the model: the factory returned no model");
+  if (!res.ok) {
+    finalize_json();
+    return res;
+  }
+
+  const uint32_t n = cell.clients;
+  const RunSpec& rs = cell.run;
+  RunControl ctl(n);
+  std::vector<uint64_t> txns0(n), bytes0(n), txns1(n), bytes1(n);
+  ojson progress = ojson::array();
+  std::array<uint64_t, kNumWaitEvents + 1> wait_samples{};  // last slot: out-of-range values
+  double elapsed_s = 0;  // length of the timed window
+
+  if (run->drives_itself()) {
+    // A simulated platform runs its clients as fibers in virtual time; it reports the same
+    // observations the thread monitor below makes, in virtual seconds.
+    DrivenRun d;
+    try {
+      d = run->drive(ctl, rs);
+    } catch (const std::exception& e) {
+      d.error = e.what();
+    }
+    if (!d.error.empty()) fail(d.error);
+    res.measured = d.measured && d.error.empty();
+    if (res.measured) {
+      txns0 = d.txns0;
+      bytes0 = d.bytes0;
+      txns1 = d.txns1;
+      bytes1 = d.bytes1;
+      elapsed_s = d.window_s;
+    }
+    for (const auto& p : d.progress) {
+      ojson j;
+      j["t"] = std::round(p.t * 1000.0) / 1000.0;
+      j["tps"] = p.tps;
+      j["lat_ms"] = p.lat_ms;
+      j["stddev_ms"] = p.stddev_ms;
+      progress.push_back(std::move(j));
+      if (!quiet) err << format_progress_line(p.t, p.tps, p.lat_ms, p.stddev_ms) << '\n';
+    }
+    wait_samples = d.wait_samples;
+    res.json["platform"] = ojson(d.platform_stats);
+  } else {
+    run_threads_repetition(cell, *run, ctl, res, quiet, err, on_stuck, fail, finalize_json,
+                           txns0, bytes0, txns1, bytes1, progress, wait_samples, elapsed_s);
+  }
+
   try {
     run->finish();
   } catch (const std::exception& e) {
@@ -430,7 +483,7 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
       txns += txns1[i] - txns0[i];
       bytes += bytes1[i] - bytes0[i];
     }
-    const double elapsed = seconds(m_end - m_start);
+    const double elapsed = elapsed_s;
     res.tps = elapsed > 0 ? static_cast<double>(txns) / elapsed : 0.0;
     res.bytes_per_s = elapsed > 0 ? static_cast<double>(bytes) / elapsed : 0.0;
     const LatencySummaryMs lat = summarize_latency(ctl.counters);
@@ -716,6 +769,59 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
   return run_matrix(cells, opts, out, err, registry_factory_lookup);
 }
 
+// One cell's repetitions (what run_matrix records for it). on_stuck is used only on real
+// threads; a simulated cell reports a stuck run as a failed repetition.
+namespace {
+
+struct CellOutcome {
+  bool ok = true;
+  std::string error;
+  ojson reps = ojson::array();
+  std::vector<RepResult> results;
+};
+
+std::string repetition_error(const CellSpec& cell, uint32_t r, uint64_t seed,
+                             const std::string& msg) {
+  const uint32_t nreps = std::max<uint32_t>(1, cell.run.repetitions);
+  return nreps > 1 ? absl::StrFormat("repetition %d/%d (seed %d): %s", r + 1, nreps, seed, msg)
+                   : msg;
+}
+
+// Makes the handler for client threads that are stuck for good in repetition r of a cell.
+using StuckHandlerFactory = std::function<StuckHandler(CellOutcome&, uint32_t r, uint64_t seed)>;
+
+// One cell: look up its factory, run its repetitions (stopping at the first failure).
+CellOutcome compute_cell(const CellSpec& cell, const FactoryLookup& lookup, bool quiet,
+                         std::ostream& err, const StuckHandlerFactory& stuck_handler) {
+  CellOutcome co;
+  CellFactory factory = nullptr;
+  try {
+    factory = lookup(cell);
+    if (!factory) throw std::runtime_error("strategy " + cell.strategy + " has no implementation yet");
+  } catch (const std::exception& e) {
+    co.ok = false;
+    co.error = e.what();
+  }
+  if (co.ok && cell.clients == 0) {
+    co.ok = false;
+    co.error = "clients must be at least 1";
+  }
+  const uint32_t nreps = std::max<uint32_t>(1, cell.run.repetitions);
+  for (uint32_t r = 0; co.ok && r < nreps; ++r) {
+    const uint64_t seed = cell.run.seed + r;
+    RepResult rr = run_repetition(cell, factory, seed, quiet, err, stuck_handler(co, r, seed));
+    co.reps.push_back(rr.json);
+    if (!rr.ok) {
+      co.ok = false;
+      co.error = repetition_error(cell, r, seed, rr.error);
+    }
+    co.results.push_back(std::move(rr));
+  }
+  return co;
+}
+
+}  // namespace
+
 int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::ostream& out,
                std::ostream& err, const FactoryLookup& lookup) {
   const auto t_begin = Clock::now();
@@ -737,103 +843,98 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
   save();  // an unwritable path fails before the first cell runs
 
   bool any_failed = false;
-  for (size_t k = 0; k < cells.size(); ++k) {
+  // The cell's entry, its result-file rewrite and its line; also used by the stuck path.
+  auto emit_cell = [&](size_t k, const CellOutcome& co) {
     const CellSpec& cell = cells[k];
     const bool own_position = cell.total >= cells.size() && cell.index < cell.total;
     const size_t shown_index = own_position ? cell.index + 1 : k + 1;
     const size_t shown_total = own_position ? cell.total : cells.size();
-
     ojson cj = cell_header_json(cell);
-    ojson reps = ojson::array();
-    std::vector<RepResult> results;
-    bool ok = true;
-    std::string error;
+    cj["ok"] = co.ok;
+    cj["error"] = co.ok ? ojson(nullptr) : ojson(co.error);
+    cj["repetitions"] = co.reps;
+    cj["summary"] = summarize_cell(co.results);
+    if (!co.ok) any_failed = true;
 
-    CellFactory factory = nullptr;
-    try {
-      factory = lookup(cell);
-      if (!factory)
-        throw std::runtime_error("strategy " + cell.strategy +
-                                 " has no implementation yet");
-    } catch (const std::exception& e) {
-      ok = false;
-      error = e.what();
-    }
-    if (ok && cell.clients == 0) {
-      ok = false;
-      error = "clients must be at least 1";
-    }
-
-    // The cell's entry, its result-file rewrite and its line; also used by the stuck path.
-    auto finish_cell = [&]() {
-      cj["ok"] = ok;
-      cj["error"] = ok ? ojson(nullptr) : ojson(error);
-      cj["repetitions"] = reps;
-      cj["summary"] = summarize_cell(results);
-      doc["cells"].push_back(cj);
-      if (!ok) any_failed = true;
-
-      const double elapsed = seconds(Clock::now() - t_begin);
-      const double eta = elapsed / static_cast<double>(k + 1) *
-                         static_cast<double>(cells.size() - k - 1);
-      std::string line = absl::StrFormat("cell %d/%d %s: ", shown_index, shown_total,
-                                         describe_cell(cell));
-      if (ok) {
-        const ojson& s = cj["summary"];
-        std::string verify = "off";
-        if (cell.run.verify) {
-          verify = "ok";
-          for (const auto& r : results)
-            if (r.verify_text == "skipped") verify = "skipped";
-        }
-        line += absl::StrFormat("%.1f tps (rsd %.1f%%) verify %s", s["tps_median"].get<double>(),
-                                s["tps_rsd_pct"].get<double>(), verify);
-      } else {
-        line += "FAILED: " + error;
+    const double elapsed = seconds(Clock::now() - t_begin);
+    const double eta =
+        elapsed / static_cast<double>(k + 1) * static_cast<double>(cells.size() - k - 1);
+    std::string line =
+        absl::StrFormat("cell %d/%d %s: ", shown_index, shown_total, describe_cell(cell));
+    if (co.ok) {
+      const ojson& s = cj["summary"];
+      std::string verify = "off";
+      if (cell.run.verify) {
+        verify = "ok";
+        for (const auto& r : co.results)
+          if (r.verify_text == "skipped") verify = "skipped";
       }
-      line += "  [eta " + format_eta(eta) + "]";
-      out << line << '\n';
-      out.flush();
-    };
-
-    const uint32_t nreps = std::max<uint32_t>(1, cell.run.repetitions);
-    for (uint32_t r = 0; ok && r < nreps; ++r) {
-      const uint64_t seed = cell.run.seed + r;
-      auto rep_error = [&](const std::string& msg) {
-        return nreps > 1 ? absl::StrFormat("repetition %d/%d (seed %d): %s", r + 1, nreps, seed, msg)
-                         : msg;
-      };
-      // Stuck client threads cannot be joined (and a joinable std::thread must not be
-      // destroyed): save what we have, with this cell failed, flush, and leave with exit code 1.
-      // std::_Exit runs no destructors, so the stuck threads never see their state go away.
-      StuckHandler on_stuck = [&](const RepResult& rr) {
-        reps.push_back(rr.json);
-        results.push_back(rr);
-        ok = false;
-        error = rep_error(rr.error);
+      line += absl::StrFormat("%.1f tps (rsd %.1f%%) verify %s", s["tps_median"].get<double>(),
+                              s["tps_rsd_pct"].get<double>(), verify);
+    } else {
+      line += "FAILED: " + co.error;
+    }
+    line += "  [eta " + format_eta(eta) + "]";
+    doc["cells"].push_back(std::move(cj));
+    out << line << '\n';
+    out.flush();
+  };
+  // Stuck client threads cannot be joined (and a joinable std::thread must not be destroyed):
+  // save what we have, with this cell failed, flush, and leave with exit code 1. std::_Exit
+  // runs no destructors, so the stuck threads never see their state go away.
+  auto stuck_handler_for = [&](size_t k) -> StuckHandlerFactory {
+    return [&, k](CellOutcome& co, uint32_t r, uint64_t seed) -> StuckHandler {
+      return [&, k, r, seed](const RepResult& rr) {
+        co.reps.push_back(rr.json);
+        co.results.push_back(rr);
+        co.ok = false;
+        co.error = repetition_error(cells[k], r, seed, rr.error);
         try {
-          finish_cell();
+          emit_cell(k, co);
           save();
         } catch (const std::exception& e) {
           err << "walbench: " << e.what() << '\n';
         }
-        err << "walbench: " << error << '\n';
+        err << "walbench: " << co.error << '\n';
         out.flush();
         err.flush();
         std::fflush(nullptr);
         std::_Exit(1);
       };
-      RepResult rr = run_repetition(cell, factory, seed, opts.quiet, err, on_stuck);
-      reps.push_back(rr.json);
-      if (!rr.ok) {
-        ok = false;
-        error = rep_error(rr.error);
-      }
-      results.push_back(std::move(rr));
+    };
+  };
+
+  // Simulated cells run in virtual time: up to opts.jobs of them at once on worker threads
+  // (their numbers do not depend on it). Results are still emitted in matrix order.
+  std::vector<std::promise<CellOutcome>> promises(cells.size());
+  std::vector<std::future<CellOutcome>> pending(cells.size());
+  std::vector<size_t> parallel;
+  for (size_t k = 0; k < cells.size(); ++k)
+    if (opts.jobs > 1 && cells[k].platform.kind == "sim") {
+      pending[k] = promises[k].get_future();
+      parallel.push_back(k);
     }
-    finish_cell();
+  std::atomic<size_t> next_parallel{0};
+  std::vector<std::thread> workers;
+  for (unsigned j = 0; j < std::min<size_t>(opts.jobs, parallel.size()); ++j)
+    workers.emplace_back([&] {
+      std::ostringstream sink;  // progress lines of parallel cells stay in the result file
+      for (size_t i; (i = next_parallel.fetch_add(1)) < parallel.size();) {
+        const size_t k = parallel[i];
+        promises[k].set_value(
+            compute_cell(cells[k], lookup, /*quiet=*/true, sink, stuck_handler_for(k)));
+      }
+    });
+
+  for (size_t k = 0; k < cells.size(); ++k) {
+    const CellOutcome co = pending[k].valid()
+                               ? pending[k].get()
+                               : compute_cell(cells[k], lookup, opts.quiet, err,
+                                              stuck_handler_for(k));
+    emit_cell(k, co);
     save();
   }
+  for (auto& w : workers) w.join();
   return any_failed ? 1 : 0;
 }
 

@@ -44,6 +44,9 @@ struct RunOptions {
   std::string config_hash;
   std::vector<std::string> overrides;     // the --set PATH=VALUE strings
   bool quiet = false;                     // no progress lines
+  // Simulated-platform cells run this many at a time, each on its own OS thread (their results
+  // do not depend on it: virtual time). Cells on real threads always run one at a time.
+  unsigned jobs = 1;
 };
 
 // How the runner finds a cell's model factory. The default looks the strategy up in the

@@ -25,7 +25,10 @@ struct SizeSpec {
 };
 
 struct PlatformSpec {
-  std::string kind = "threads";     // "threads" (sim comes later)
+  std::string kind = "threads";     // "threads" | "sim" (simulated many-core machine)
+  // kind "sim": the simulated machine's parameters (SimConfig keys: preset, cores, sockets,
+  // latencies, ...), validated by SimConfig::from_json; {} = the default preset.
+  nlohmann::json sim = nlohmann::json::object();
   std::string atomics = "native";   // "native" | "emulated" (--disable-atomics)
   std::string spinlocks = "native"; // "native" | "semaphore" (--disable-spinlocks)
 };

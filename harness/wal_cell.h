@@ -53,6 +53,8 @@
 #include <vector>
 
 #include "core/clog/clog.h"
+#include "core/platform/platform.h"
+#include "core/platform/sim.h"
 #include "core/locks/lwlock.h"
 #include "core/proc.h"
 #include "core/wal/format.h"
@@ -181,6 +183,7 @@ class WalCell final : public CellRun {
         workload_(parse_workload(spec.workload.name)),
         xid_gen_(procs_),
         per_client_(spec.clients) {
+    seed_ = seed;
     if (workload_ != WorkloadKind::kEmitMessage && !spec.workload.transactional)
       throw std::invalid_argument("workload " + spec.workload.name + " is always transactional");
     if (spec.workload.transactional) clog_ = std::make_unique<ClogChoice<P>>(spec.clog, procs_);
@@ -208,7 +211,9 @@ class WalCell final : public CellRun {
     // C4 (core/clog/clog.h): a CLOG page with async commits is written only after WAL is flushed
     // up to them. Private streams (ideal) have no single LSN order: commits there pass no LSN.
     if (clog_ && !private_) clog_->clog().set_flush_hook(&clog_flush_hook, this);
-    if (!private_) writer_ = std::thread([this] { wal_writer_main(); });
+    // On a simulated platform the WAL writer is a fiber that drive() spawns.
+    if (!private_ && !runs_in_virtual_time<P>())
+      writer_ = std::thread([this] { wal_writer_main(); });
   }
 
   ~WalCell() override { stop_writer(); }
@@ -225,6 +230,90 @@ class WalCell final : public CellRun {
   WaitEvent wait_event(uint32_t client) const override {
     return static_cast<WaitEvent>(
         procs_[static_cast<int32_t>(client)].wait_event.load(std::memory_order_relaxed));
+  }
+
+  bool drives_itself() const override { return runs_in_virtual_time<P>(); }
+
+  // One repetition on the simulated machine: clients (and the WAL writer) are fibers; warm-up,
+  // the timed window, progress lines and wait-event samples happen at exact virtual instants.
+  DrivenRun drive(RunControl& ctl, const RunSpec& rs) override {
+    DrivenRun out;
+    if constexpr (runs_in_virtual_time<P>()) {
+      nlohmann::json machine = spec_.platform.sim;
+      machine["kind"] = "sim";
+      const SimConfig cfg = SimConfig::from_json(machine, "/platform");
+      Simulation sim(cfg, seed_);
+      const uint32_t n = clients_;
+      for (uint32_t i = 0; i < n; ++i)
+        sim.spawn([this, &ctl, i] { client_main(i, ctl); }, "client " + std::to_string(i));
+      if (!private_) sim.spawn([this] { wal_writer_main(); }, "walwriter");
+      sim.set_describe_wait([this, n](size_t f) -> std::string {
+        return f < n ? wait_event_name(wait_event(static_cast<uint32_t>(f))) : "WAL writer";
+      });
+      auto ns = [](double s) { return static_cast<uint64_t>(s * 1e9 + 0.5); };
+      const uint64_t warm = ns(rs.warmup_s), window = std::max<uint64_t>(ns(rs.duration_s), 1);
+      const uint64_t end = warm + window;
+      auto snapshot = [&](std::vector<uint64_t>& t, std::vector<uint64_t>& b) {
+        t.resize(n);
+        b.resize(n);
+        for (uint32_t i = 0; i < n; ++i) {
+          t[i] = ctl.counters[i].txns.load(std::memory_order_relaxed);
+          b[i] = ctl.counters[i].wal_bytes.load(std::memory_order_relaxed);
+        }
+      };
+      sim.at(warm, [&] {
+        snapshot(out.txns0, out.bytes0);
+        ctl.measuring.store(true, std::memory_order_relaxed);
+      });
+      // pg_stat_activity-like sampling: 500 samples spread over the timed window.
+      const uint64_t sample_step = std::max<uint64_t>(window / 500, 1);
+      for (uint64_t t = warm; t < end; t += sample_step)
+        sim.at(t, [&] {
+          for (uint32_t i = 0; i < n; ++i)
+            ++out.wait_samples[std::min(static_cast<size_t>(wait_event(i)), kNumWaitEvents)];
+        });
+      std::vector<uint64_t> last_txns(n, 0);
+      uint64_t last_t = 0;
+      if (rs.progress_interval_s > 0) {
+        const uint64_t step = std::max<uint64_t>(ns(rs.progress_interval_s), 1);
+        for (uint64_t t = step; t <= end; t += step)
+          sim.at(t, [&, t] {
+            uint64_t delta = 0;
+            for (uint32_t i = 0; i < n; ++i) {
+              const uint64_t cur = ctl.counters[i].txns.load(std::memory_order_relaxed);
+              delta += cur - last_txns[i];
+              last_txns[i] = cur;
+            }
+            const double dt = static_cast<double>(t - last_t) / 1e9;
+            last_t = t;
+            const double tps = dt > 0 ? static_cast<double>(delta) / dt : 0.0;
+            // Little's law for a closed loop, as on threads (harness/runner.cc).
+            out.progress.push_back({static_cast<double>(t) / 1e9, tps,
+                                    tps > 0 ? static_cast<double>(n) * 1000.0 / tps : 0.0, 0.0});
+          });
+      }
+      sim.request_stop_at(end, [&] {
+        snapshot(out.txns1, out.bytes1);
+        ctl.measuring.store(false, std::memory_order_relaxed);
+        ctl.stop.store(true, std::memory_order_relaxed);
+        writer_stop_.store(true, std::memory_order_relaxed);
+        out.measured = true;
+      });
+      // The watchdog: clients must return within watchdog_s (at least 1 s) of virtual time
+      // after stop; a deadlock ends the run at once with every fiber's wait state.
+      const SimOutcome o = sim.run(end + ns(std::max(rs.watchdog_s, 1.0)));
+      if (!o.finished()) {
+        out.error = "simulation: " + o.message();
+        sim.cancel_unfinished();
+      }
+      out.window_s = static_cast<double>(window) / 1e9;
+      out.platform_stats = {{"sim", o.counters.to_json()},
+                            {"virtual_time_s", static_cast<double>(o.now_ns) / 1e9}};
+    } else {
+      (void)ctl;
+      (void)rs;
+    }
+    return out;
   }
 
   void finish() override {
@@ -448,6 +537,7 @@ class WalCell final : public CellRun {
   typename WalT::Inserted insert_record(Txn& t, uint8_t rmid, uint8_t info, uint32_t len, Xid xid) {
     uint8_t* buf = t.pc.buffer.get();
     const uint32_t crc = build_record(buf, len, xid, rmid, info, t.me.id, t.pc.records++);
+    charge_crc<P>(len);
     t.bytes += max_align(len);
     return t.wal.insert(t.me, buf, len, crc);
   }
@@ -507,6 +597,7 @@ class WalCell final : public CellRun {
   std::vector<PerClient> per_client_;
   std::thread writer_;
   std::atomic<bool> writer_stop_{false};
+  uint64_t seed_ = 0;
 };
 
 }  // namespace walbench

@@ -42,4 +42,20 @@ const std::vector<StrategyInfo>& strategies();
 // nullptr when unknown.
 const StrategyInfo* find_strategy(const std::string& name);
 
+// A CLOG strategy: how a committing client gets its transaction tree's status into the commit
+// log (the `clog` config section). Chosen per cell at run time (strategies/clog_choice.h): the
+// choice is made once per commit, not per record, so it costs no template instantiation per
+// insertion strategy.
+struct ClogStrategyInfo {
+  std::string name;     // config value of clog.strategy, folder, file: "clog_group_update"
+  std::string origin;   // "PostgreSQL 11 (baaf272ac9)"
+  std::string summary;  // one line for `walbench list clog`
+  std::vector<ParamSpec> params;
+};
+
+// All registered CLOG strategies, in registry.cc order.
+const std::vector<ClogStrategyInfo>& clog_strategies();
+// nullptr when unknown.
+const ClogStrategyInfo* find_clog_strategy(const std::string& name);
+
 }  // namespace walbench

@@ -31,6 +31,12 @@ inline std::vector<Variant> all_variants() {
         for (const char* lc : {"procno", "random_stride"})
           for (int n : {1, 8})
             v.push_back({s.name, {{"num_locks", n}, {"insertingat", ia}, {"lock_choice", lc}}});
+    } else if (s.name == "lockfree_reserve") {
+      for (const char* pl : {"next_header", "hash_table", "hash_table_offset"})
+        for (const char* ia : {"waitlist", "atomic_fastpath"})
+          for (int n : {1, 8})
+            v.push_back({s.name, {{"num_locks", n}, {"insertingat", ia}, {"prev_link", pl}}});
+      v.push_back({s.name, {{"num_locks", 8}, {"lock_choice", "random_stride"}, {"prev_link", "next_header"}}});
     } else {
       v.push_back({s.name, nlohmann::json::object()});
     }
@@ -39,6 +45,7 @@ inline std::vector<Variant> all_variants() {
 }
 
 struct Outcome {
+  DrivenRun driven;  // simulated platform: what drive() observed
   uint64_t txns = 0;
   VerifyResult verify;
   nlohmann::json model;
@@ -50,14 +57,26 @@ inline Outcome run_cell(const CellSpec& spec, double seconds) {
   REQUIRE(info->make_cell != nullptr);
   auto cell = info->make_cell(spec, spec.run.seed);
   RunControl ctl(spec.clients);
-  std::vector<std::thread> threads;
-  for (uint32_t i = 0; i < spec.clients; ++i)
-    threads.emplace_back([&, i] { cell->client_main(i, ctl); });
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  ctl.stop = true;
-  for (auto& t : threads) t.join();
-  cell->finish();
   Outcome o;
+  if (cell->drives_itself()) {
+    // Simulated platform: `seconds` of virtual time, no warm-up.
+    RunSpec rs = spec.run;
+    rs.warmup_s = 0;
+    rs.duration_s = seconds;
+    rs.progress_interval_s = 0;
+    const DrivenRun d = cell->drive(ctl, rs);
+    INFO("drive: " << d.error);
+    REQUIRE(d.error.empty());
+    o.driven = d;
+  } else {
+    std::vector<std::thread> threads;
+    for (uint32_t i = 0; i < spec.clients; ++i)
+      threads.emplace_back([&, i] { cell->client_main(i, ctl); });
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    ctl.stop = true;
+    for (auto& t : threads) t.join();
+  }
+  cell->finish();
   for (auto& c : ctl.counters) o.txns += c.txns.load();
   o.verify = cell->verify();
   o.model = cell->model_stats();

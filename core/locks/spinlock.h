@@ -10,9 +10,10 @@
 // DESIGN SUMMARY
 //   acquire = S_LOCK: one TAS (exchange 1); if it returned 1, s_lock(): loop TAS_SPIN (read, and
 //   only if the read says free, exchange) calling perform_spin_delay after each failure. Every
-//   failed try costs one P::spin_delay(); after spins_per_delay failed tries the client sleeps
-//   cur_delay microseconds (first 1 ms, then cur_delay += cur_delay * U[0,1) + 0.5, i.e. x1..x2
-//   at random, wrapping back to 1 ms once above 1 s) and publishes the lock's tranche as its wait
+//   failed try costs one SPIN_DELAY() (P::spin_delay(); see PLATFORM HOOK); after
+//   spins_per_delay failed tries the client sleeps cur_delay microseconds (first 1 ms, then
+//   cur_delay += cur_delay * U[0,1) + 0.5, i.e. x1..x2 at random, wrapping back to 1 ms once
+//   above 1 s) and publishes the lock's tranche as its wait
 //   event only while asleep. After more than NUM_DELAYS sleeps the spinlock is declared stuck and
 //   the process aborts ("stuck spinlock detected at FILE:LINE", PostgreSQL's PANIC). On success
 //   finish_spin_delay adapts the client's spins_per_delay: +100 (cap 1000) if it never slept,
@@ -20,8 +21,18 @@
 //   The same SpinDelay machinery backs LWLock's wait-list lock (lwlock.h), as in PostgreSQL.
 //
 // SHARED STATE (everything else here is owner-only)
-//   SpinLock::lock_   P::Atomic<uint32_t>, 0 free / 1 taken. Written by TAS (exchange) and by
+//   SpinLock::word_   the slock_t, SpinLockWordT<P> (below). By default TasSpinLockWord<P>: a
+//                     P::Atomic<uint32_t>, 0 free / 1 taken, written by TAS (exchange) and by
 //                     the holder's release (store 0). It is the only shared field.
+//
+// PLATFORM HOOK (slock_t; PROTOCOLS.md section 3 "Emulations")
+//   A platform may define P::SpinLockWord to replace the TAS word; core/platform/emulated.h does,
+//   for --disable-spinlocks (TAS = a trylock on one of 128 pooled semaphores) and to keep slock_t
+//   native while atomics are emulated. The word provides tas() (0 = taken by this call),
+//   tas_spin() (TAS_SPIN), unlock() (S_UNLOCK), is_locked() (asserts only) and a static delay()
+//   (SPIN_DELAY(): PAUSE natively, nothing on semaphores), which perform_spin_delay uses for
+//   spinlocks and LWLock wait-list locks alike. Platforms without one (threads, sim) get
+//   TasSpinLockWord<P>: exactly the P operations this file did before the hook existed.
 //
 // CLIENT-LOCAL STATE (not modelled shared memory; plain; only the owning client touches it)
 //   LockLocal::spins_per_delay   PostgreSQL's process-local static `spins_per_delay` in s_lock.c:
@@ -36,8 +47,9 @@
 //   Statistics                   me.stats.of(tranche): owner-only plain counters.
 //
 // INVARIANTS
-//   S1  Mutual exclusion: the client whose exchange turned lock_ from 0 to 1 is the only holder
-//       until it stores 0. Every acquisition path ends in a successful exchange(1) returning 0.
+//   S1  Mutual exclusion: the client whose TAS returned 0 (TasSpinLockWord: whose exchange turned
+//       the word from 0 to 1) is the only holder until it unlocks. Every acquisition path ends
+//       in a successful TAS returning 0.
 //   S2  Only the holder releases: lock_ == 1 at release (debug builds check it).
 //   S3  spins_per_delay stays in [kMinSpinsPerDelay, kMaxSpinsPerDelay].
 //   S4  cur_delay stays in [kMinDelayUsec, kMaxDelayUsec] once the first sleep happened.
@@ -125,6 +137,40 @@ void reset_lock_local(Proc<P>& me) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// slock_t on the platform (the hook described at the top).
+
+// x86-64's slock_t: TAS = lock xchg (exchange 1), TAS_SPIN reads first, S_UNLOCK stores 0,
+// SPIN_DELAY = PAUSE (P::spin_delay()).
+template <class P>
+class TasSpinLockWord {
+ public:
+  uint32_t tas() { return lock_.exchange(1); }
+  uint32_t tas_spin() { return lock_.load() != 0 ? 1 : tas(); }
+  void unlock() { lock_.store(0); }
+  bool is_locked() const { return lock_.load() != 0; }
+  static void delay() { P::spin_delay(); }
+
+ private:
+  typename P::template Atomic<uint32_t> lock_{0};  // S1
+};
+
+namespace spinlock_detail {
+template <class P>
+struct WordOf {
+  using type = TasSpinLockWord<P>;
+};
+template <class P>
+  requires requires { typename P::SpinLockWord; }
+struct WordOf<P> {
+  using type = typename P::SpinLockWord;
+};
+}  // namespace spinlock_detail
+
+// The slock_t of platform P: P::SpinLockWord if it has one, else TasSpinLockWord<P>.
+template <class P>
+using SpinLockWordT = typename spinlock_detail::WordOf<P>::type;
+
+// ---------------------------------------------------------------------------------------------
 // SpinDelay: PostgreSQL's SpinDelayStatus + perform_spin_delay / finish_spin_delay. One object
 // per slow path (stack), owned by the spinning client. Statistics go into `stats`.
 template <class P>
@@ -137,7 +183,7 @@ class SpinDelay {
 
   // One failed try (perform_spin_delay).
   void perform() {
-    P::spin_delay();
+    SpinLockWordT<P>::delay();  // SPIN_DELAY()
     ++stats_.spins;
     if (++spins_ >= local_.spins_per_delay) {
       if (++delays_ > params_.num_delays) stuck();  // S5
@@ -221,21 +267,21 @@ class SpinLock {
 
   // S_UNLOCK.
   void release() {
-    WALBENCH_LOCK_DCHECK(lock_.load() == 1, "S2", "releasing a spinlock that is not held");
-    lock_.store(0);
+    WALBENCH_LOCK_DCHECK(word_.is_locked(), "S2", "releasing a spinlock that is not held");
+    word_.unlock();
   }
 
   // For asserts only (racy by nature unless the caller holds it).
-  bool is_locked() const { return lock_.load() != 0; }
+  bool is_locked() const { return word_.is_locked(); }
   WaitEvent tranche() const { return tranche_; }
   const SpinDelayParams& params() const { return params_; }
 
  private:
-  uint32_t tas() { return lock_.exchange(1); }
-  // TAS_SPIN on x86: read first, exchange only if it looks free.
-  uint32_t tas_spin() { return lock_.load() != 0 ? 1 : tas(); }
+  uint32_t tas() { return word_.tas(); }
+  // TAS_SPIN (x86: read first, exchange only if it looks free).
+  uint32_t tas_spin() { return word_.tas_spin(); }
 
-  typename P::template Atomic<uint32_t> lock_{0};  // S1: the only shared field
+  SpinLockWordT<P> word_;  // S1: the only shared field
   const WaitEvent tranche_;
   const SpinDelayParams params_;
 };

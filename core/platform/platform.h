@@ -28,6 +28,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace walbench {
 
@@ -59,5 +60,27 @@ concept Platform = requires(typename P::template Atomic<uint64_t>& a,
   P::memory_barrier();
   { P::name } -> std::convertible_to<const char*>;
 };
+
+// A platform whose clients run as fibers in virtual time (P::name == "sim"): the model must not
+// start OS threads of its own, and the harness drives its repetitions (CellRun::drive).
+template <class P>
+constexpr bool runs_in_virtual_time() {
+  return std::string_view(P::name) == "sim";
+}
+
+// Work the real code does without a P operation (the CRC of a record's payload) is charged to
+// virtual time on platforms that model it.
+template <class P>
+inline void charge_crc(size_t n) {
+  if constexpr (requires { P::crc_work(n); }) P::crc_work(n);
+}
+template <class P>
+inline void charge_storage_write(size_t n) {
+  if constexpr (requires { P::storage_write(n); }) P::storage_write(n);
+}
+template <class P>
+inline void charge_storage_sync() {
+  if constexpr (requires { P::storage_sync(); }) P::storage_sync();
+}
 
 }  // namespace walbench

@@ -5,6 +5,16 @@
 // CopyXLogRecordToWAL, GetXLogBuffer, AdvanceXLInsertBuffer (WALBufMappingLock, 9a20a9b21b),
 // XLogWrite, XLogFlush (group commit through LWLockAcquireOrWait, 9b38d46d9f), XLogBackgroundFlush.
 // LogwrtResult is kept in atomics as in 17+ (ee1cbe806d).
+// Buffer initialisation is a runtime choice (BufferInit, config wal.buffer_init):
+//   kMappingLock  AdvanceXLInsertBuffer under WALBufMappingLock (9.4-17, and 18.0 as released);
+//   kLockFree     the lock-free AdvanceXLInsertBuffer of "Get rid of WALBufMappingLock" (Yura
+//                 Sokolov, Alexander Korotkov; 6a2275b895 reverted by 3fb58625d1, re-committed as
+//                 bc22dc0e0d for 18, reverted by c13070a27b / 2ce6abdf50: a condition-variable
+//                 wait inside a critical section; PROTOCOLS.md section 5). See "LOCK-FREE BUFFER
+//                 INITIALISATION" below.
+//   One predictable branch per page advance picks the path (no virtual call, no template
+//   parameter: a policy parameter would instantiate every WalCell twice more); the
+//   mapping_lock path touches none of the lock-free state.
 //
 // The insertion strategy S decides how space is reserved and how insertion progress is known;
 // this class calls back into it for exactly two things (NB: every strategy must provide both):
@@ -19,9 +29,10 @@
 //                        reserved, plus the continuation fields of a page header their record
 //                        continues onto) after xlblocks_ says it is initialised; read by the
 //                        writer only below a wait_insertions() result.
-//   xlblocks_[slot]      atomic: end LSN of the page the slot holds, Invalid (0) while the slot is
+//   xlblock(slot)      atomic: end LSN of the page the slot holds, Invalid (0) while the slot is
 //                        being (re)initialised.
-//   initialized_upto_    protected by buf_mapping_lock_ (exclusive).
+//   initialized_upto_    kMappingLock: protected by buf_mapping_lock_ (exclusive).
+//   initialize_reserved_, initialized_upto_lf_, init_cv_   kLockFree only: see below.
 //   logwrt_rqst_write_   protected by info_lck_; async_xact_lsn_ likewise.
 //   log_write_result_, log_flush_result_   atomics, advanced only under wal_write_lock_.
 //   storage_             written only under wal_write_lock_.
@@ -34,15 +45,67 @@
 // Lock order: buf_mapping_lock_ is never held while waiting for insertions or for
 // wal_write_lock_ (AdvanceXLInsertBuffer releases it first). wait_insertions() is never called
 // with wal_write_lock_ held (inserters may need that lock to evict a page).
+//
+// LOCK-FREE BUFFER INITIALISATION (kLockFree; bc22dc0e0d, "Get rid of WALBufMappingLock")
+//   Many clients initialise different pages of the ring at once. B = page size, N = wal_buffers.
+//   Shared state:
+//     initialize_reserved_   P::Atomic (InitializeReserved): start of the next page nobody has
+//                            reserved yet; moved only by CAS, one page at a time.
+//     initialized_upto_lf_   P::Atomic (InitializedUpTo): every page below it is initialised;
+//                            moved only by the CAS chain (step 6).
+//     InitializedFrom        0 here (the WAL starts at LSN 0), so a page starting at R replaces
+//                            the page ending at R + B - N*B, or none while R < (N-1)*B + B.
+//     init_cv_               ConditionVariable (InitializedUpToCondVar, wait event
+//                            IPC:WALBufferInit): core/locks/condition_variable.h, sleeping on a
+//                            per-client latch semaphore, so waiters give up the CPU.
+//   advance_buffer_lockfree(upto):
+//     1. R = initialize_reserved_; while upto >= R:
+//     2.   old_end = R + B - N*B if R + B > N*B, else 0 (the slot's previous occupant).
+//     3.   CAS initialize_reserved_ R -> R + B; on failure R is the current value: retry (BI1).
+//     4.   Wait on init_cv_ until initialized_upto_lf_ >= old_end; then xlblocks[slot] ==
+//          old_end (BI3). If the old page is unwritten: raise LogwrtRqst, wait_insertions(old_end),
+//          WALWriteLock and write unless someone did (I1, as in the mapping-lock path).
+//     5.   xlblocks[slot] = Invalid; barrier; zero + header; barrier; xlblocks[slot] = R + B (BI4).
+//     6.   CAS chain: b = R; while CAS(initialized_upto_lf_, b -> b + B) succeeds: b += B; if the
+//          slot of b does not hold b + B yet, broadcast init_cv_ and stop (BI5).
+//          (R is not re-read: the next CAS in step 3 fails once and fetches it, as in PG.)
+//     7. Wait on init_cv_ until initialized_upto_lf_ > upto (BI6).
+//   Invariants (asserts cite them):
+//     BI1 Each page is reserved exactly once: the client whose CAS moved initialize_reserved_
+//         from R to R + B is the only one that initialises page R; it only grows.
+//     BI2 initialized_upto_lf_ only grows, is a page boundary, and is <= initialize_reserved_;
+//         every page below it has been initialised (its slot holds it, or a later lap's page
+//         once it was written).
+//     BI3 Page R's slot is touched only once initialized_upto_lf_ >= old_end: the previous
+//         occupant is fully initialised and counted, so two laps never initialise one slot at
+//         once, and the slot then holds exactly old_end (checked).
+//     BI4 A slot's xlblocks goes Invalid -> new end only around a complete initialisation, with
+//         barriers, so GetXLogBuffer never uses a half-initialised page.
+//     BI5 initialized_upto_lf_ moves from b to b + B only after page b's xlblocks holds b + B.
+//         Progress (the proof in bc22dc0e0d's comment): if the chain stopped at k < the highest
+//         initialised page, the client that stopped read xlblocks of k before page k's owner set
+//         it (both with barriers), so that owner's own CAS(k -> k + B) comes later and succeeds.
+//         Whoever stops the chain broadcasts, so every waiter whose target it passed is woken.
+//     BI6 advance_buffer returns only with initialized_upto_lf_ > upto, hence (BI2) with upto's
+//         page initialised; get_buffer re-checks xlblocks.
+//   Lock order: no lock is held while waiting on init_cv_ except the caller's own insertion lock
+//   (whose insertingAt it advertised first), exactly as in PostgreSQL 18devel; WALWriteLock is
+//   taken with nothing else held. Hazard (why it was reverted): PostgreSQL's CV sleep inside a
+//   critical section does not PANIC on postmaster death; walbench has no postmaster.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
+#include "core/locks/condition_variable.h"
+#include "core/platform/platform.h"
 #include "core/locks/lwlock.h"
 #include "core/locks/spinlock.h"
 #include "core/proc.h"
@@ -67,24 +130,52 @@ struct WalCounters {
   uint64_t writes = 0;            // storage write calls (under WALWriteLock)
   uint64_t fsyncs = 0;            // under WALWriteLock
   uint64_t wal_buffers_full = 0;  // writes forced by a page eviction (pg_stat_wal)
-  uint64_t pages_initialised = 0; // under WALBufMappingLock
+  uint64_t pages_initialised = 0; // under WALBufMappingLock (kLockFree: folded in by counters())
   uint64_t flush_calls = 0;       // XLogFlush calls that had to do something (racy, approximate)
 };
+
+// How buffer pages are initialised ahead of inserters (config wal.buffer_init).
+enum class BufferInit : uint8_t {
+  kMappingLock,  // "mapping_lock": AdvanceXLInsertBuffer under WALBufMappingLock
+  kLockFree,     // "lockfree": InitializeReserved / InitializedUpTo / CAS chain (bc22dc0e0d)
+};
+
+inline const char* buffer_init_name(BufferInit b) {
+  return b == BufferInit::kLockFree ? "lockfree" : "mapping_lock";
+}
+
+// NB: must accept exactly what harness/config.cc allows for wal.buffer_init.
+inline BufferInit parse_buffer_init(const std::string& s) {
+  if (s == "mapping_lock") return BufferInit::kMappingLock;
+  if (s == "lockfree") return BufferInit::kLockFree;
+  throw std::invalid_argument("wal.buffer_init \"" + s + "\" is not implemented");
+}
 
 template <class P, class S>
 class Wal {
  public:
+  // Without a BufferInit the WAL uses WALBufMappingLock.
   template <class... StrategyArgs>
   Wal(const WalGeometry& geom, uint32_t num_buffers, Storage& storage, ProcTable<P>& procs,
       StrategyArgs&&... strategy_args)
+      : Wal(geom, num_buffers, storage, procs, BufferInit::kMappingLock,
+            std::forward<StrategyArgs>(strategy_args)...) {}
+
+  // NB: make_wal_cell (strategies/make_cell.h) passes the cell's BufferInit as the first of the
+  // arguments WalCell forwards here; the remaining ones go to the strategy's constructor.
+  template <class... StrategyArgs>
+  Wal(const WalGeometry& geom, uint32_t num_buffers, Storage& storage, ProcTable<P>& procs,
+      BufferInit buffer_init, StrategyArgs&&... strategy_args)
       : strategy(procs, std::forward<StrategyArgs>(strategy_args)...),
         geom_(geom),
         num_buffers_(num_buffers),
         pages_(new uint8_t[size_t{num_buffers} * geom.page_size]()),
         zero_page_(new uint8_t[geom.page_size]()),
-        xlblocks_(new typename P::template Atomic<uint64_t>[num_buffers]),
+        xlblocks_(new XlBlocksLine[(num_buffers + kXlBlocksPerLine - 1) / kXlBlocksPerLine]),
         storage_(storage),
+        buffer_init_(buffer_init),
         buf_mapping_lock_(&procs, WaitEvent::kWalBufMapping),
+        init_cv_(procs, WaitEvent::kWalBufferInit),
         wal_write_lock_(&procs, WaitEvent::kWalWrite),
         info_lck_(WaitEvent::kInfoSpin) {}
 
@@ -93,7 +184,24 @@ class Wal {
   const WalGeometry& geom() const { return geom_; }
   uint32_t num_buffers() const { return num_buffers_; }
   Storage& storage() { return storage_; }
-  const WalCounters& counters() const { return counters_; }
+  BufferInit buffer_init() const { return buffer_init_; }
+  // After the run (no client active).
+  const WalCounters& counters() const {
+    if (buffer_init_ == BufferInit::kLockFree)
+      counters_.pages_initialised = lf_pages_initialised_.load(std::memory_order_relaxed);
+    return counters_;
+  }
+  // Inspection for tests and instrumentation (racy while clients run, but each value is read
+  // atomically where the design makes it atomic).
+  Lsn initialized_upto() const {  // InitializedUpTo (kMappingLock: read with nobody running)
+    return Lsn{buffer_init_ == BufferInit::kLockFree ? initialized_upto_lf_.load()
+                                                     : initialized_upto_.get()};
+  }
+  Lsn initialize_reserved() const {  // InitializeReserved (kLockFree; kMappingLock: = upto)
+    return buffer_init_ == BufferInit::kLockFree ? Lsn{initialize_reserved_.load()}
+                                                 : initialized_upto();
+  }
+  uint64_t xlblocks(uint64_t slot) const { return xlblock(slot).load(); }
   Lsn log_write_result() const { return Lsn{log_write_result_.load()}; }
   Lsn log_flush_result() const { return Lsn{log_flush_result_.load()}; }
 
@@ -143,7 +251,7 @@ class Wal {
     const uint64_t page_no = ptr.value / geom_.page_size;
     const uint64_t slot = page_no % num_buffers_;
     const uint64_t expected_end = (page_no + 1) * geom_.page_size;
-    if (xlblocks_[slot].load() != expected_end) {
+    if (xlblock(slot).load() != expected_end) {
       // Advertise how far we got before possibly blocking (358cde320b: the page start when
       // ptr is just past the header, so a flusher waiting for the previous page proceeds).
       Lsn upto = ptr;
@@ -152,18 +260,26 @@ class Wal {
       if (off == geom_.header_size(Lsn{page_start})) upto = Lsn{page_start};
       strategy.advertise(me, upto);
       advance_buffer(me, ptr);
-      WALBENCH_CHECK(xlblocks_[slot].load() == expected_end, "GetXLogBuffer: page not ready");
+      WALBENCH_CHECK(xlblock(slot).load() == expected_end, "GetXLogBuffer: page not ready");
     }
     return pages_.get() + slot * geom_.page_size + ptr.value % geom_.page_size;
   }
 
-  // AdvanceXLInsertBuffer(upto, opportunistic=false) under WALBufMappingLock.
+  // AdvanceXLInsertBuffer(upto, opportunistic=false): make the page holding upto initialised.
   void advance_buffer(Proc<P>& me, Lsn upto) {
+    if (buffer_init_ == BufferInit::kLockFree)
+      advance_buffer_lockfree(me, upto);
+    else
+      advance_buffer_mapping_lock(me, upto);
+  }
+
+  // AdvanceXLInsertBuffer under WALBufMappingLock (9.4-17).
+  void advance_buffer_mapping_lock(Proc<P>& me, Lsn upto) {
     buf_mapping_lock_.acquire(me, kLwExclusive);
     while (upto.value >= initialized_upto_.get()) {
       const uint64_t new_start = initialized_upto_.get();
       const uint64_t slot = (new_start / geom_.page_size) % num_buffers_;
-      const uint64_t old_end = xlblocks_[slot].load();
+      const uint64_t old_end = xlblock(slot).load();
       if (log_write_result_.load() < old_end) {
         // The old page is not written yet: write it out first, without the mapping lock.
         buf_mapping_lock_.release(me);
@@ -180,7 +296,7 @@ class Wal {
         continue;
       }
       // I1 holds: the old page is written. Re-initialise the slot.
-      xlblocks_[slot].store(0);
+      xlblock(slot).store(0);
       P::memory_barrier();
       uint8_t* page = pages_.get() + slot * geom_.page_size;
       P::copy(page, zero_page_.get(), geom_.page_size);
@@ -188,11 +304,65 @@ class Wal {
       init_page_header(header, Lsn{new_start}, geom_);
       P::copy(page, header, geom_.header_size(Lsn{new_start}));
       P::memory_barrier();
-      xlblocks_[slot].store(new_start + geom_.page_size);
+      xlblock(slot).store(new_start + geom_.page_size);
       initialized_upto_.set(new_start + geom_.page_size);
       ++counters_.pages_initialised;
     }
     buf_mapping_lock_.release(me);
+  }
+
+  // The lock-free AdvanceXLInsertBuffer (bc22dc0e0d); steps and BI<n> in the block at the top.
+  void advance_buffer_lockfree(Proc<P>& me, Lsn upto) {
+    const uint64_t page = geom_.page_size;
+    const uint64_t ring = uint64_t{num_buffers_} * page;
+    uint64_t reserved = initialize_reserved_.load();  // 1
+    while (upto.value >= reserved) {
+      const uint64_t old_end = reserved + page > ring ? reserved + page - ring : 0;  // 2
+      if (!initialize_reserved_.compare_exchange(reserved, reserved + page)) continue;  // 3, BI1
+      const uint64_t new_start = reserved;
+      const uint64_t slot = (new_start / page) % num_buffers_;
+      // 4: the slot's previous occupant must be initialised (and counted) first.
+      init_cv_.wait_until(me, [&] { return initialized_upto_lf_.load() >= old_end; });
+      WALBENCH_CHECK(xlblock(slot).load() == old_end, "BI3");
+      if (log_write_result_.load() < old_end) {
+        raise_write_request(me, Lsn{old_end});
+        if (log_write_result_.load() < old_end) {
+          const Lsn finished = strategy.wait_insertions(*this, me, Lsn{old_end});
+          WALBENCH_CHECK(finished.value >= old_end, "I2 (eviction)");
+          wal_write_lock_.acquire(me, kLwExclusive);
+          if (log_write_result_.load() < old_end) {
+            ++counters_.wal_buffers_full;  // under wal_write_lock_
+            write_locked(me, Lsn{old_end}, /*flush=*/false);
+          }
+          wal_write_lock_.release(me);
+        }
+      }
+      WALBENCH_CHECK(log_write_result_.load() >= old_end, "I1");
+      // 5: BI4.
+      xlblock(slot).store(0);
+      P::memory_barrier();
+      uint8_t* dst = pages_.get() + slot * page;
+      P::copy(dst, zero_page_.get(), page);
+      uint8_t header[WalGeometry::kLongHeader] = {};
+      init_page_header(header, Lsn{new_start}, geom_);
+      P::copy(dst, header, geom_.header_size(Lsn{new_start}));
+      P::memory_barrier();
+      xlblock(slot).store(new_start + page);  // seq_cst: ordered before the CAS below
+      lf_pages_initialised_.fetch_add(1, std::memory_order_relaxed);
+      // 6: the CAS chain (BI5).
+      uint64_t begin = new_start;
+      uint64_t end = new_start + page;
+      while (initialized_upto_lf_.compare_exchange(begin, end)) {
+        begin = end;
+        end = begin + page;
+        if (xlblock((begin / page) % num_buffers_).load() != end) {
+          init_cv_.broadcast(me);
+          break;
+        }
+      }
+    }
+    // 7: pages below upto may be reserved by others and still being initialised (BI6).
+    init_cv_.wait_until(me, [&] { return initialized_upto_lf_.load() > upto.value; });
   }
 
   // XLogFlush(rec): make everything up to rec durable, with group commit.
@@ -263,8 +433,9 @@ class Wal {
         const uint64_t to_seg_end = geom_.segment_size - from % geom_.segment_size;
         const uint64_t n = std::min({upto.value - from, to_ring_end, to_seg_end});
         // I2: the bytes are finished insertions, and the pages are still in the ring (I1).
-        WALBENCH_CHECK(xlblocks_[slot].load() == (page_no + 1) * geom_.page_size, "I1 (write)");
+        WALBENCH_CHECK(xlblock(slot).load() == (page_no + 1) * geom_.page_size, "I1 (write)");
         storage_.write(Lsn{from}, pages_.get() + slot * geom_.page_size + from % geom_.page_size, n);
+        charge_storage_write<P>(n);
         ++counters_.writes;
         from += n;
       }
@@ -274,6 +445,7 @@ class Wal {
     if (flush && log_flush_result_.load() < log_write_result_.load()) {
       me.set_wait(WaitEvent::kWalIoSync);
       storage_.sync();
+      charge_storage_sync<P>();
       ++counters_.fsyncs;
       log_flush_result_.store(log_write_result_.load());
       me.clear_wait();
@@ -284,18 +456,35 @@ class Wal {
   const uint32_t num_buffers_;
   std::unique_ptr<uint8_t[]> pages_;
   std::unique_ptr<uint8_t[]> zero_page_;  // source for zeroing a page (read-only)
-  std::unique_ptr<typename P::template Atomic<uint64_t>[]> xlblocks_;
+  // xlblocks is a dense array of 8-byte entries, cache-line aligned like PostgreSQL's shared
+  // memory, so which slots share a line does not depend on the heap (the simulated platform
+  // charges per line).
+  static constexpr uint32_t kXlBlocksPerLine = 8;
+  struct alignas(64) XlBlocksLine {
+    typename P::template Atomic<uint64_t> slot[kXlBlocksPerLine];
+  };
+  std::unique_ptr<XlBlocksLine[]> xlblocks_;
+  typename P::template Atomic<uint64_t>& xlblock(uint64_t i) const {
+    return xlblocks_[i / kXlBlocksPerLine].slot[i % kXlBlocksPerLine];
+  }
   Storage& storage_;
 
+  const BufferInit buffer_init_;
   alignas(128) LWLock<P> buf_mapping_lock_;
   typename P::template Shared<uint64_t> initialized_upto_{0};
+  // kLockFree (BI1-BI6): each hot word on its own line (our choice: no false sharing between
+  // the reservation CAS and the initialised-up-to chain in the comparison).
+  alignas(128) typename P::template Atomic<uint64_t> initialize_reserved_{0};
+  alignas(128) typename P::template Atomic<uint64_t> initialized_upto_lf_{0};
+  alignas(128) ConditionVariable<P> init_cv_;
+  std::atomic<uint64_t> lf_pages_initialised_{0};  // instrumentation, outside P
   alignas(128) LWLock<P> wal_write_lock_;
   alignas(128) SpinLock<P> info_lck_;
   typename P::template Shared<uint64_t> logwrt_rqst_write_{0};
   typename P::template Shared<uint64_t> async_xact_lsn_{0};
   alignas(128) typename P::template Atomic<uint64_t> log_write_result_{0};
   typename P::template Atomic<uint64_t> log_flush_result_{0};
-  WalCounters counters_;
+  mutable WalCounters counters_;  // mutable: counters() folds in lf_pages_initialised_
 };
 
 }  // namespace walbench

@@ -1,0 +1,512 @@
+// The commit log (CLOG, pg_xact since PG 10): two status bits per transaction id in 8 KiB pages,
+// cached in an SLRU of `num_buffers` page buffers with LRU replacement and page I/O to a backing
+// store, under one control lock. Transaction ids come from XidGen, a counter under XidGenLock.
+//
+// ORIGIN
+//   PostgreSQL access/transam/clog.c and slru.c as of 9.6-16 (PROTOCOLS.md section 6):
+//   TransactionIdSetTreeStatus, set_status_by_pages, TransactionIdSetPageStatusInternal,
+//   TransactionIdSetStatusBit, TransactionIdGetStatus, ExtendCLOG / ZeroCLOGPage, BootStrapCLOG;
+//   SimpleLruReadPage, SimpleLruZeroPage, SlruSelectLRUPage, SlruRecentlyUsed,
+//   SlruInternalWritePage / SlruPhysicalWritePage (WAL flushed up to the page's group LSN before
+//   the page is written); varsup.c GetNewTransactionId (XidGenLock, ExtendCLOG, the PGPROC subxid
+//   cache). Buffers 9.6-16: Min(128, Max(4, NBuffers/512)) (5364b357fb). Our code, not theirs.
+//   Which client takes the control lock for a commit, and how, is a ClogStrategy
+//   (strategies/clog_exclusive, strategies/clog_group_update); this file is everything else.
+//
+// FORMAT (worked example, default 8 KiB pages)
+//   CLOG_XACTS_PER_PAGE = 8192 x 4 = 32768. xid 70000 lives on page 70000 / 32768 = 2, at index
+//   70000 % 32768 = 4464 in the page: byte 4464 / 4 = 1116, bits 2 x (4464 % 4) = 0..1 of it.
+//   Status values: IN_PROGRESS 0, COMMITTED 1, ABORTED 2, SUB_COMMITTED 3. Pages are stored as
+//   little-endian 64-bit words (32 xids each), which is byte for byte PostgreSQL's layout.
+//   Async-commit LSNs: one per CLOG_XACTS_PER_LSN_GROUP = 32 xids (1024 per 8 KiB page).
+//
+// DESIGN SUMMARY
+//   One LWLock (CLogControlLock, tranche XactSLRU) protects the whole SLRU. A page is found in a
+//   buffer or brought in: the least recently used buffer (never the latest page) is chosen; if
+//   it is dirty it is written to the backing store first, after flushing WAL up to the largest
+//   async-commit LSN recorded for it. Setting a transaction tree's status marks the subxids that
+//   live on other pages SUB_COMMITTED first, then the parent's page (subxids SUB_COMMITTED, the
+//   parent, then the subxids' final state), then the other pages, so that no reader can see a
+//   committed parent with a subxid that looks in progress.
+//   Simplification: PostgreSQL releases the control lock around the page I/O and holds a
+//   per-buffer lock instead (slots in READ/WRITE_IN_PROGRESS); the backing store here is memory,
+//   so the I/O is a copy and stays under the exclusive control lock (no I/O-in-progress states).
+//
+// SHARED STATE AND WHAT PROTECTS IT
+//   slots_[]: page_number, status, dirty, lru_count; words_ (page bytes); lsns_ (group LSNs);
+//   cur_lru_count_, latest_page_; the backing store store_ and counters_: the control lock,
+//   exclusive (get_status reads words_ of a resident page under the shared lock).
+//   XidGen: next_xid_ under XidGenLock; a client's Proc::xid / subxids are written by the owner
+//   under XidGenLock (proc.h says who reads them).
+//
+// INVARIANTS (checks cite them as // C<n>)
+//   C1  A status changes only from IN_PROGRESS, or from SUB_COMMITTED to a final state, or to the
+//       value it already has (TransactionIdSetStatusBit's assert).
+//   C2  Every xid set by one set_page_status_locked() lies on the page it was called for.
+//   C3  The latest page (the one ExtendCLOG zeroed last) is never chosen as a victim.
+//   C4  A dirty page is written back before its buffer is reused, and WAL is flushed up to its
+//       largest group LSN before it is written (WAL before data).
+//   C5  A page not in a buffer exists in the backing store: ExtendCLOG zeroes every page before
+//       the first of its xids is handed out.
+//   C6  Transaction ids are handed out once each, in increasing order, never wrapping.
+//
+// LOCK ORDER
+//   XidGenLock -> CLogControlLock -> (WAL flush locks, via the flush hook). Nothing holding a WAL
+//   insertion lock waits for the CLOG, so the flush inside the control lock cannot deadlock.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/locks/lwlock.h"
+#include "core/proc.h"
+#include "core/wal/types.h"
+#include "core/wal/verify_result.h"
+
+#define WALBENCH_CLOG_CHECK(cond, inv, what)                                                   \
+  do {                                                                                         \
+    if (!(cond)) {                                                                             \
+      std::fprintf(stderr, "walbench: CLOG invariant %s violated at %s:%d: %s\n", inv, __FILE__, \
+                   __LINE__, what);                                                            \
+      std::abort();                                                                            \
+    }                                                                                          \
+  } while (0)
+
+namespace walbench {
+
+enum class XidStatus : uint8_t {
+  kInProgress = 0,    // TRANSACTION_STATUS_IN_PROGRESS
+  kCommitted = 1,     // TRANSACTION_STATUS_COMMITTED
+  kAborted = 2,       // TRANSACTION_STATUS_ABORTED
+  kSubCommitted = 3,  // TRANSACTION_STATUS_SUB_COMMITTED
+};
+const char* xid_status_name(XidStatus s);
+
+constexpr uint32_t kClogBitsPerXact = 2;         // CLOG_BITS_PER_XACT
+constexpr uint32_t kClogXactsPerByte = 4;        // CLOG_XACTS_PER_BYTE
+constexpr uint32_t kClogXactsPerLsnGroup = 32;   // CLOG_XACTS_PER_LSN_GROUP
+constexpr uint32_t kClogDefaultPageSize = 8192;  // BLCKSZ: 32768 xids per page
+constexpr uint32_t kClogDefaultBuffers = 128;    // Min(128, Max(4, NBuffers/512)), NBuffers >= 64 Ki
+constexpr uint32_t kClogMinPageSize = 16;        // the model's floor: 64 xids, two LSN groups
+constexpr uint32_t kClogMinBuffers = 2;          // one for the latest page (C3) and one more
+constexpr uint32_t kClogGroupThreshold = 5;      // THRESHOLD_SUBTRANS_CLOG_OPT
+
+// Where an xid's two bits live.
+struct ClogGeometry {
+  uint32_t page_size = kClogDefaultPageSize;  // bytes; a power of two >= kClogMinPageSize
+  uint32_t xacts_per_page() const { return page_size * kClogXactsPerByte; }
+  uint32_t page_of(Xid x) const { return x.value / xacts_per_page(); }       // TransactionIdToPage
+  uint32_t index_of(Xid x) const { return x.value % xacts_per_page(); }      // TransactionIdToPgIndex
+  uint32_t words_per_page() const { return page_size / 8; }
+  uint32_t lsn_groups_per_page() const { return xacts_per_page() / kClogXactsPerLsnGroup; }
+};
+
+// Model-level counters (instrumentation, written under the control lock, read after the run).
+struct ClogCounters {
+  uint64_t page_hits = 0;    // SimpleLruReadPage found the page in a buffer
+  uint64_t page_reads = 0;   // pages read from the backing store (a miss)
+  uint64_t page_writes = 0;  // dirty pages written to the backing store
+  uint64_t page_zeroes = 0;  // pages created by ExtendCLOG (and BootStrapCLOG)
+  uint64_t wal_flushes = 0;  // WAL flushes forced by writing a page with async commits (C4)
+  uint64_t status_sets = 0;  // status bits set
+};
+
+// A copy of the whole CLOG after a run, what the verifier reads: page p's bytes, or empty when
+// the page exists nowhere.
+struct ClogImage {
+  ClogGeometry geom;
+  std::vector<std::vector<uint8_t>> pages;  // pages 0 .. latest
+  XidStatus status(Xid x) const;            // IN_PROGRESS for xids on missing pages
+};
+
+struct ClogExpect {
+  Xid first = kFirstNormalXid;  // first xid XidGen handed out
+  Xid next = kFirstNormalXid;   // XidGen's next xid after the run
+  uint64_t assigned = 0;        // xids the clients counted (must be next - first: C6)
+  uint64_t top_level = 0;       // of which top-level transactions (for the counts)
+};
+
+// After a run in which every transaction committed: every xid in [first, next) is COMMITTED
+// (subtransactions included: SUB_COMMITTED is only ever transient), every other xid on every page
+// is IN_PROGRESS (xids 0-2, xids not yet handed out), the pages 0 .. page_of(next - 1) all
+// exist and no later one does. Error messages name the xid, page and byte. On success
+// clog_xids counts the xids checked and clog_committed the committed ones.
+VerifyResult verify_clog(const ClogImage& image, const ClogExpect& expect);
+
+template <class P>
+class Clog {
+ public:
+  // Called with the control lock held before a page whose largest async-commit LSN is `upto`
+  // is written (SlruPhysicalWritePage's XLogFlush). ctx is the hook's own state.
+  using FlushHook = void (*)(void* ctx, Proc<P>& me, Lsn upto);
+
+  Clog(ProcTable<P>& procs, uint32_t num_buffers, uint32_t page_size = kClogDefaultPageSize)
+      : geom_{page_size},
+        num_buffers_(num_buffers),
+        control_lock_(&procs, WaitEvent::kXactSlru),
+        slots_(std::make_unique<Slot[]>(num_buffers)),
+        words_(size_t{num_buffers} * geom_.words_per_page()),
+        lsns_(size_t{num_buffers} * geom_.lsn_groups_per_page()) {
+    WALBENCH_CLOG_CHECK(page_size >= kClogMinPageSize && (page_size & (page_size - 1)) == 0,
+                        "C2", "the CLOG page size must be a power of two >= 16 bytes");
+    WALBENCH_CLOG_CHECK(num_buffers >= kClogMinBuffers, "C3", "the CLOG needs >= 2 buffers");
+    // BootStrapCLOG: page 0 zeroed in buffer 0 (no client runs yet: plain initialisation).
+    zero_slot(0, 0);
+    ++counters_.page_zeroes;
+  }
+  Clog(const Clog&) = delete;
+  Clog& operator=(const Clog&) = delete;
+
+  const ClogGeometry& geometry() const { return geom_; }
+  uint32_t num_buffers() const { return num_buffers_; }
+  LWLock<P>& control_lock() { return control_lock_; }
+  void set_flush_hook(FlushHook hook, void* ctx) {
+    flush_hook_ = hook;
+    flush_ctx_ = ctx;
+  }
+
+  // ExtendCLOG: called by XidGen under XidGenLock for every xid it hands out; zeroes a fresh
+  // page when `newest` is the first xid of one.
+  void extend(Proc<P>& me, Xid newest) {
+    if (geom_.index_of(newest) != 0) return;
+    control_lock_.acquire(me, kLwExclusive);
+    zero_page_locked(me, geom_.page_of(newest));
+    control_lock_.release(me);
+  }
+
+  // TransactionIdSetTreeStatus. `subxids` ascending, all after `xid` (as xact.c passes them).
+  // The page-level step is the strategy's: s.set_page_status(me, xid, subxids, status, lsn,
+  // pageno, all_xact_same_page), which ends in set_page_status_locked under the control lock.
+  // lsn: the commit record's end for an asynchronous commit, kInvalidLsn when it was flushed.
+  template <class Strategy>
+  void set_tree_status(Strategy& s, Proc<P>& me, Xid xid, std::span<const Xid> subxids,
+                       XidStatus status, Lsn lsn) {
+    const uint32_t pageno = geom_.page_of(xid);
+    size_t on_first = 0;  // subxids on the parent's page come first (they are ascending)
+    while (on_first < subxids.size() && geom_.page_of(subxids[on_first]) == pageno) ++on_first;
+    if (on_first == subxids.size()) {
+      s.set_page_status(me, xid, subxids, status, lsn, pageno, true);
+      return;
+    }
+    // The tree spans pages: subcommit the other pages' subxids first, then the parent's page,
+    // then finish the other pages (a crash - or a reader - in between sees SUB_COMMITTED there).
+    const std::span<const Xid> rest = subxids.subspan(on_first);
+    if (status == XidStatus::kCommitted) set_status_by_pages(s, me, rest, XidStatus::kSubCommitted, lsn);
+    s.set_page_status(me, xid, subxids.first(on_first), status, lsn, pageno, false);
+    set_status_by_pages(s, me, rest, status, lsn);
+  }
+
+  // TransactionIdSetPageStatusInternal. Control lock held exclusively. xid may be kInvalidXid
+  // (only subxids on this page are set). NB: the SUB_COMMITTED-first order must match
+  // set_tree_status's across pages.
+  void set_page_status_locked(Proc<P>& me, Xid xid, std::span<const Xid> subxids,
+                              XidStatus status, Lsn lsn, uint32_t pageno) {
+    WALBENCH_LOCK_DCHECK(control_lock_.held_by_me_in_mode(me, kLwExclusive), "C2",
+                         "set_page_status_locked without the exclusive control lock");
+    WALBENCH_CLOG_CHECK(status == XidStatus::kCommitted || status == XidStatus::kAborted ||
+                            (status == XidStatus::kSubCommitted && xid == kInvalidXid),
+                        "C1", "a tree status must be COMMITTED, ABORTED, or SUB_COMMITTED for subxids only");
+    const uint32_t slot = read_page_locked(me, pageno);
+    if (xid != kInvalidXid) {
+      WALBENCH_CLOG_CHECK(geom_.page_of(xid) == pageno, "C2", "xid is not on the page");
+      // Subtransactions first (so no one sees the parent committed and a child in progress) ...
+      if (status == XidStatus::kCommitted)
+        for (const Xid s : subxids) set_bit(s, XidStatus::kSubCommitted, lsn, slot, pageno);
+      // ... then the main transaction.
+      set_bit(xid, status, lsn, slot, pageno);
+    }
+    for (const Xid s : subxids) set_bit(s, status, lsn, slot, pageno);
+    slots_[slot].dirty.set(1);
+  }
+
+  // TransactionIdGetStatus: under the shared lock when the page is in a buffer, else exclusive
+  // to read it in. (No SlruRecentlyUsed on the shared path: that would write under a shared
+  // lock, which PostgreSQL tolerates and a race detector would not.)
+  XidStatus get_status(Proc<P>& me, Xid xid) {
+    const uint32_t pageno = geom_.page_of(xid);
+    control_lock_.acquire(me, kLwShared);
+    for (uint32_t s = 0; s < num_buffers_; ++s) {
+      if (slots_[s].status.get() == kSlotValid && slots_[s].page_number.get() == pageno) {
+        const XidStatus st = get_bit(xid, s);
+        control_lock_.release(me);
+        return st;
+      }
+    }
+    control_lock_.release(me);
+    control_lock_.acquire(me, kLwExclusive);
+    const XidStatus st = get_bit(xid, read_page_locked(me, pageno));
+    control_lock_.release(me);
+    return st;
+  }
+
+  // After the run (no client active): the page images, buffers taking precedence over the
+  // backing store.
+  ClogImage image() const {
+    ClogImage img;
+    img.geom = geom_;
+    img.pages.resize(size_t{latest_page_.get()} + 1);
+    for (const auto& [pageno, bytes] : store_)
+      if (pageno < img.pages.size()) img.pages[pageno] = bytes;
+    for (uint32_t s = 0; s < num_buffers_; ++s) {
+      if (slots_[s].status.get() != kSlotValid) continue;
+      const uint32_t pageno = slots_[s].page_number.get();
+      if (pageno < img.pages.size()) img.pages[pageno] = page_bytes(s);
+    }
+    return img;
+  }
+
+  // Read after the run.
+  const ClogCounters& counters() const { return counters_; }
+  uint32_t latest_page() const { return latest_page_.get(); }
+
+  // Test hook: when set, every status bit written is appended (xid, status) in write order.
+  // Written under the control lock; read by the test after its clients stopped.
+  std::vector<std::pair<Xid, XidStatus>>* trace = nullptr;
+
+ private:
+  using Word = typename P::template Shared<uint64_t>;
+
+  // An array of Words on whole 64-byte lines, so that which words share a cache line does not
+  // depend on where the heap put the array (the sim platform prices lines; DETERMINISM RULES in
+  // core/platform/sim.h).
+  class WordArray {
+   public:
+    explicit WordArray(size_t n) : lines_(std::make_unique<Line[]>((n + 7) / 8)) {}
+    Word& operator[](size_t i) { return lines_[i / 8].w[i % 8]; }
+    const Word& operator[](size_t i) const { return lines_[i / 8].w[i % 8]; }
+
+   private:
+    struct alignas(64) Line {
+      Word w[8];
+    };
+    std::unique_ptr<Line[]> lines_;
+  };
+  static constexpr uint32_t kSlotEmpty = 0;  // SLRU_PAGE_EMPTY
+  static constexpr uint32_t kSlotValid = 1;  // SLRU_PAGE_VALID
+
+  struct alignas(64) Slot {
+    typename P::template Shared<uint32_t> page_number{0};
+    typename P::template Shared<uint32_t> status{kSlotEmpty};
+    typename P::template Shared<uint32_t> dirty{0};
+    typename P::template Shared<uint32_t> lru_count{0};
+  };
+
+  template <class Strategy>
+  void set_status_by_pages(Strategy& s, Proc<P>& me, std::span<const Xid> subxids,
+                           XidStatus status, Lsn lsn) {
+    size_t offset = 0;
+    while (offset < subxids.size()) {
+      const uint32_t pageno = geom_.page_of(subxids[offset]);
+      size_t n = 1;
+      while (offset + n < subxids.size() && geom_.page_of(subxids[offset + n]) == pageno) ++n;
+      s.set_page_status(me, kInvalidXid, subxids.subspan(offset, n), status, lsn, pageno, false);
+      offset += n;
+    }
+  }
+
+  // TransactionIdSetStatusBit.
+  void set_bit(Xid xid, XidStatus status, Lsn lsn, uint32_t slot, uint32_t pageno) {
+    WALBENCH_CLOG_CHECK(geom_.page_of(xid) == pageno, "C2", "subxid is not on the page being set");
+    const uint32_t index = geom_.index_of(xid);
+    Word& w = words_[size_t{slot} * geom_.words_per_page() + index / 32];
+    const uint32_t shift = (index % 32) * kClogBitsPerXact;
+    const uint64_t word = w.get();
+    const auto cur = static_cast<XidStatus>((word >> shift) & 3);
+    WALBENCH_CLOG_CHECK(cur == XidStatus::kInProgress || cur == status ||
+                            (cur == XidStatus::kSubCommitted && status != XidStatus::kInProgress),
+                        "C1", "illegal transaction status transition");
+    w.set((word & ~(uint64_t{3} << shift)) | (uint64_t{static_cast<uint8_t>(status)} << shift));
+    if (lsn != kInvalidLsn) {  // asynchronous commit: remember the LSN for C4
+      Word& g = lsns_[size_t{slot} * geom_.lsn_groups_per_page() + index / kClogXactsPerLsnGroup];
+      if (g.get() < lsn.value) g.set(lsn.value);
+    }
+    ++counters_.status_sets;
+    if (trace != nullptr) trace->emplace_back(xid, status);
+  }
+
+  XidStatus get_bit(Xid xid, uint32_t slot) const {
+    const uint32_t index = geom_.index_of(xid);
+    const uint64_t word = words_[size_t{slot} * geom_.words_per_page() + index / 32].get();
+    return static_cast<XidStatus>((word >> ((index % 32) * kClogBitsPerXact)) & 3);
+  }
+
+  // SlruRecentlyUsed.
+  void recently_used(uint32_t slot) {
+    uint32_t c = cur_lru_count_.get();
+    if (c != slots_[slot].lru_count.get()) {
+      cur_lru_count_.set(++c);
+      slots_[slot].lru_count.set(c);
+    }
+  }
+
+  // SlruSelectLRUPage: the buffer holding pageno, else an empty one, else the least recently
+  // used valid page other than the latest (C3), written back first if dirty (C4).
+  uint32_t select_lru_page(Proc<P>& me, uint32_t pageno) {
+    for (;;) {
+      for (uint32_t s = 0; s < num_buffers_; ++s)
+        if (slots_[s].status.get() != kSlotEmpty && slots_[s].page_number.get() == pageno) return s;
+      const uint32_t cur_count = cur_lru_count_.get();
+      cur_lru_count_.set(cur_count + 1);
+      int64_t best_delta = -1;
+      uint32_t best = 0;
+      uint32_t best_page = 0;
+      for (uint32_t s = 0; s < num_buffers_; ++s) {
+        Slot& sl = slots_[s];
+        if (sl.status.get() == kSlotEmpty) return s;
+        int32_t delta = static_cast<int32_t>(cur_count - sl.lru_count.get());
+        if (delta < 0) {  // counter wrapped past this slot's: treat it as just used
+          sl.lru_count.set(cur_count);
+          delta = 0;
+        }
+        const uint32_t page = sl.page_number.get();
+        if (page == latest_page_.get()) continue;  // C3
+        if (delta > best_delta || (delta == best_delta && page < best_page)) {
+          best_delta = delta;
+          best = s;
+          best_page = page;
+        }
+      }
+      WALBENCH_CLOG_CHECK(best_delta >= 0, "C3", "no CLOG buffer can be evicted");
+      if (slots_[best].dirty.get() == 0) return best;
+      write_page_locked(me, best);  // C4; then look again, as PostgreSQL does
+    }
+  }
+
+  // SlruInternalWritePage / SlruPhysicalWritePage.
+  void write_page_locked(Proc<P>& me, uint32_t slot) {
+    uint64_t max_lsn = 0;
+    for (uint32_t g = 0; g < geom_.lsn_groups_per_page(); ++g)
+      max_lsn = std::max(max_lsn, lsns_[size_t{slot} * geom_.lsn_groups_per_page() + g].get());
+    if (max_lsn != 0 && flush_hook_ != nullptr) {  // C4: WAL before data
+      flush_hook_(flush_ctx_, me, Lsn{max_lsn});
+      ++counters_.wal_flushes;
+    }
+    store_[slots_[slot].page_number.get()] = page_bytes(slot);
+    slots_[slot].dirty.set(0);
+    ++counters_.page_writes;
+  }
+
+  // SimpleLruReadPage (write_ok: nobody else does I/O here, see the simplification above).
+  uint32_t read_page_locked(Proc<P>& me, uint32_t pageno) {
+    const uint32_t slot = select_lru_page(me, pageno);
+    Slot& sl = slots_[slot];
+    if (sl.status.get() == kSlotValid && sl.page_number.get() == pageno) {
+      ++counters_.page_hits;
+    } else {
+      const auto it = store_.find(pageno);
+      WALBENCH_CLOG_CHECK(it != store_.end(), "C5", "CLOG page read before it was zeroed");
+      const uint8_t* bytes = it->second.data();
+      for (uint32_t w = 0; w < geom_.words_per_page(); ++w) {
+        uint64_t v;
+        std::memcpy(&v, bytes + size_t{w} * 8, 8);
+        words_[size_t{slot} * geom_.words_per_page() + w].set(v);
+      }
+      for (uint32_t g = 0; g < geom_.lsn_groups_per_page(); ++g)
+        lsns_[size_t{slot} * geom_.lsn_groups_per_page() + g].set(0);  // SimpleLruZeroLSNs
+      sl.page_number.set(pageno);
+      sl.status.set(kSlotValid);
+      sl.dirty.set(0);
+      ++counters_.page_reads;
+    }
+    recently_used(slot);
+    return slot;
+  }
+
+  // SimpleLruZeroPage via ZeroCLOGPage (the zero-page WAL record is not modelled).
+  void zero_page_locked(Proc<P>& me, uint32_t pageno) {
+    WALBENCH_CLOG_CHECK(pageno > latest_page_.get(), "C6", "CLOG page zeroed twice");
+    const uint32_t slot = select_lru_page(me, pageno);
+    zero_slot(slot, pageno);
+    ++counters_.page_zeroes;
+  }
+
+  void zero_slot(uint32_t slot, uint32_t pageno) {
+    for (uint32_t w = 0; w < geom_.words_per_page(); ++w)
+      words_[size_t{slot} * geom_.words_per_page() + w].set(0);
+    for (uint32_t g = 0; g < geom_.lsn_groups_per_page(); ++g)
+      lsns_[size_t{slot} * geom_.lsn_groups_per_page() + g].set(0);
+    Slot& sl = slots_[slot];
+    sl.page_number.set(pageno);
+    sl.status.set(kSlotValid);
+    sl.dirty.set(1);
+    recently_used(slot);
+    latest_page_.set(pageno);  // "Assume this page is now the latest active page"
+  }
+
+  std::vector<uint8_t> page_bytes(uint32_t slot) const {
+    std::vector<uint8_t> out(geom_.page_size);
+    for (uint32_t w = 0; w < geom_.words_per_page(); ++w) {
+      const uint64_t v = words_[size_t{slot} * geom_.words_per_page() + w].get();
+      std::memcpy(out.data() + size_t{w} * 8, &v, 8);
+    }
+    return out;
+  }
+
+  const ClogGeometry geom_;
+  const uint32_t num_buffers_;
+  alignas(64) LWLock<P> control_lock_;  // CLogControlLock (XactSLRULock in 13+)
+  std::unique_ptr<Slot[]> slots_;
+  WordArray words_;  // num_buffers_ pages of words_per_page words
+  WordArray lsns_;   // num_buffers_ x lsn_groups_per_page group LSNs
+  alignas(64) typename P::template Shared<uint32_t> cur_lru_count_{0};
+  typename P::template Shared<uint32_t> latest_page_{0};
+  std::unordered_map<uint32_t, std::vector<uint8_t>> store_;  // the "disk": page -> bytes
+  ClogCounters counters_;
+  FlushHook flush_hook_ = nullptr;
+  void* flush_ctx_ = nullptr;
+};
+
+// GetNewTransactionId: the xid counter (ShmemVariableCache->nextXid) under XidGenLock. A
+// top-level xid is stored in Proc::xid; a subtransaction's in the Proc's subxid cache (or the
+// cache overflows past kMaxCachedSubxids, as PGPROC's does).
+template <class P>
+class XidGen {
+ public:
+  explicit XidGen(ProcTable<P>& procs) : lock_(&procs, WaitEvent::kXidGen) {}
+
+  // clog may be nullptr (no CLOG modelled: nothing to extend).
+  Xid assign(Proc<P>& me, Clog<P>* clog, bool subtransaction) {
+    lock_.acquire(me, kLwExclusive);
+    const Xid xid{next_xid_.get()};
+    WALBENCH_CLOG_CHECK(xid.value >= kFirstNormalXid.value, "C6", "the xid counter wrapped");
+    if (clog != nullptr) clog->extend(me, xid);  // ExtendCLOG before advancing nextXid
+    next_xid_.set(xid.value + 1);
+    if (!subtransaction) {
+      me.xid.set(xid.value);
+    } else {
+      const uint32_t n = me.nsubxids.get();
+      if (n < kMaxCachedSubxids) {
+        me.subxids[n].set(xid.value);
+        me.nsubxids.set(n + 1);
+      } else {
+        me.subxids_overflowed.set(1);
+      }
+    }
+    lock_.release(me);
+    return xid;
+  }
+
+  // ProcArrayEndTransaction's part that concerns the Proc's xids (owner only).
+  static void end_transaction(Proc<P>& me) {
+    me.xid.set(0);
+    me.nsubxids.set(0);
+    me.subxids_overflowed.set(0);
+  }
+
+  // After the run.
+  Xid next() const { return Xid{next_xid_.get()}; }
+
+ private:
+  alignas(64) LWLock<P> lock_;  // XidGenLock
+  typename P::template Shared<uint32_t> next_xid_{kFirstNormalXid.value};
+};
+
+}  // namespace walbench

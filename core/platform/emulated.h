@@ -1,0 +1,355 @@
+// EmulatedPlatform: PostgreSQL's --disable-atomics and --disable-spinlocks builds as a platform
+// policy over a base platform, so that every strategy, lock and the WAL model run unchanged on it.
+//
+// ORIGIN
+//   PostgreSQL src/backend/port/atomics.c + src/include/port/atomics/fallback.h (--disable-atomics:
+//   every pg_atomic_* is emulated with a spinlock) and src/backend/storage/lmgr/spin.c +
+//   s_lock.h (--disable-spinlocks: slock_t is an index into NUM_SPINLOCK_SEMAPHORES = 128
+//   PGSemaphores, TAS = PGSemaphoreTryLock, S_UNLOCK = PGSemaphoreUnlock; the spinlocks that back
+//   emulated atomics use a separate set of NUM_ATOMICS_SEMAPHORES = 64 so that nesting is safe).
+//   Both emulations were removed in PostgreSQL 18: e25626677f (--disable-spinlocks) and
+//   8138526136 (--disable-atomics). Facts: PROTOCOLS.md section 3 "Emulations". Our code.
+//
+// DESIGN SUMMARY
+//   EmulatedPlatform<Base, kEmulateAtomics, kSemaphoreSpinlocks> forwards everything to Base
+//   (Shared, Semaphore, time, copy, work, barriers: "barriers stay real") except:
+//   - Atomic<T> (kEmulateAtomics): the value lives in a Base::Atomic<T>. Reads are plain loads
+//     (pg_atomic_read_* takes no lock). Every write, exchange, CAS (strong) and fetch-op takes one
+//     of kNumAtomicsLocks = 64 pool spinlocks chosen by a hash of the atomic's address, does the
+//     read-modify-write, and releases it (pg_atomic_write_* takes the lock too, so that a
+//     concurrent CAS cannot miss the write). wait_while_eq spins on plain loads.
+//     The pool spinlock is, like the slock_t PostgreSQL embeds in each emulated atomic, a native
+//     TAS word (Base atomics, lock xchg + PAUSE) or, with kSemaphoreSpinlocks, one of the 64
+//     "atomics semaphores" (a trylock). It is taken with the s_lock backoff (AtomicsPoolLock).
+//   - SpinLockWord (the slock_t hook of core/locks/spinlock.h): with kSemaphoreSpinlocks a
+//     SemaphoreSpinLockWord: the word is an index into 128 pooled PgSemaphores assigned
+//     round-robin at construction, so unrelated spinlocks may share one; TAS = try_wait, S_UNLOCK =
+//     post, TAS_SPIN = TAS and SPIN_DELAY() does nothing (no PAUSE); the s_lock backoff loop
+//     (spins_per_delay tries, then 1 ms.. sleeps) stays. Without
+//     kSemaphoreSpinlocks the slock_t stays TasSpinLockWord<Base>: the *native* TAS, even when
+//     atomics are emulated (PostgreSQL's slock_t never goes through pg_atomic_*).
+//   The four combinations are what make_cell.h dispatches to; native/native is Base itself
+//   (ThreadsPlatform), not EmulatedPlatform<Base, false, false>, so it costs nothing.
+//
+//   PgSemaphore: PostgreSQL's PGSemaphore on Linux is an unnamed POSIX sem_t (since PG 10), and
+//   what PGSemaphoreTryLock / PGSemaphoreUnlock cost is glibc's: sem_trywait loads the value and
+//   CASes it down only if it is non-zero; sem_post CASes it up and calls futex_wake only if a
+//   waiter is registered. Spinlock and atomics semaphores are only ever trylocked, never waited
+//   on, so no post makes a system call. PgSemaphore models exactly that on a Base::Atomic (so a
+//   simulated platform sees every access). Base::Semaphore would be wrong here: on threads it is
+//   libstdc++'s counting_semaphore, whose release from zero always makes a futex system call
+//   (measured: a 5x slowdown of a single uncontended client that PostgreSQL does not have).
+//
+// DEVIATIONS FROM POSTGRESQL (deliberate, and why)
+//   - PostgreSQL embeds one slock_t in every emulated atomic (same cache line as the value); we
+//     use a pool of 64 chosen by address (each on its own 128-byte line), so that
+//     P::Atomic<T> keeps its size (xlblocks arrays, Proc layout) and an atomic costs one extra
+//     line transfer. Two unrelated atomics may hash to the same pool lock (false contention,
+//     never deadlock: a pool lock is never held across another atomic operation, EA2).
+//     With semaphore spinlocks PostgreSQL assigns the 64 atomics semaphores round-robin; we
+//     pick them by address too (same pool size, same sharing rate).
+//   - The pool lock's s_lock backoff keeps its spins_per_delay per OS thread (one thread per
+//     client on threads) instead of in the client's LockLocal (an atomic operation has no Proc),
+//     and does not publish a wait event or count statistics while it sleeps.
+//   - Pools are process-wide (PostgreSQL's live in one cluster's shared memory), and the
+//     round-robin counter is never reset. A cell creates far fewer than 128 spinlocks, so its
+//     spinlocks get distinct semaphores whatever ran before: results do not depend on history.
+//     Not safe for several SimPlatform simulations on different OS threads (not wired: sim
+//     cells use native primitives only).
+//
+// SHARED STATE (process-wide, per Base)
+//   spinlock_semaphores()   128 PgSemaphores, count 1 = free / 0 = taken; moved only by the
+//                           TAS (try_wait) of a SemaphoreSpinLockWord and the holder's post.
+//   atomics_semaphores()    64 PgSemaphores, the same, for AtomicsPoolLock (semaphores).
+//   atomics_tas_locks()     64 TasSpinLockWord<Base>, for AtomicsPoolLock (native TAS).
+//   EmulatedAtomic::v_      Base::Atomic<T>: written only with its pool lock held; read by anyone.
+//   Round-robin counter     std::atomic (construction-time bookkeeping, not modelled memory).
+//
+// INVARIANTS (tests cite them)
+//   EA1 Every write, exchange, CAS and fetch-op of an EmulatedAtomic happens with the atomic's
+//       pool lock held, so they are totally ordered and none is lost (fetch_add totals are exact;
+//       CAS succeeds iff the value equals `expected` under the lock).
+//   EA2 A pool lock is a leaf: nothing is taken, waited on or posted while it is held, except the
+//       value's own Base operations. Hence atomics nested inside any spinlock, LWLock wait-list
+//       lock or another atomic's critical section cannot self-deadlock.
+//   EA3 Semaphore spinlocks and the atomics pool use disjoint semaphore sets (128 + 64), so a
+//       client holding a semaphore spinlock never waits for its own semaphore inside an atomic
+//       operation (PostgreSQL's reason for NUM_ATOMICS_SEMAPHORES).
+//   EA4 Each pool semaphore's count is 1 when free and 0 when held: a successful try_wait is the
+//       only way to take it and the holder's single post the only way to free it.
+//
+// HAZARDS
+//   - Nothing may block while holding a (semaphore) spinlock, as ever: a client that slept in
+//     the kernel while holding one would make every other TAS on it fail until it wakes.
+//   - Sharing: two spinlocks 128 constructions apart share a semaphore; holding both at once
+//     would self-deadlock (PostgreSQL forbids nesting spinlocks for this reason; walbench never
+//     nests them).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <type_traits>
+
+#include "core/locks/spinlock.h"
+#include "core/platform/platform.h"
+#include "core/proc.h"
+
+namespace walbench {
+
+constexpr uint32_t kNumSpinlockSemaphores = 128;  // NUM_SPINLOCK_SEMAPHORES
+constexpr uint32_t kNumAtomicsSemaphores = 64;    // NUM_ATOMICS_SEMAPHORES
+constexpr uint32_t kNumAtomicsLocks = kNumAtomicsSemaphores;  // pool size for emulated atomics
+
+// An unnamed POSIX semaphore as glibc implements it, for trylock/post use only (see DESIGN
+// SUMMARY): the count in a Base::Atomic. try_wait = sem_trywait (read; CAS down if non-zero);
+// post = sem_post (one atomic increment; a futex wake would follow only for registered waiters,
+// of which trylock-only semaphores have none).
+template <class Base>
+class PgSemaphore {
+ public:
+  bool try_wait() {
+    uint32_t v = count_.load();
+    while (v != 0)
+      if (count_.compare_exchange(v, v - 1)) return true;
+    return false;
+  }
+  void post() { count_.fetch_add(1); }
+
+ private:
+  typename Base::template Atomic<uint32_t> count_{0};
+};
+
+namespace emulation_detail {
+
+// One pool entry per 128-byte line (PostgreSQL pads its POSIX semaphores to PG_CACHE_LINE_SIZE).
+template <class T>
+struct alignas(128) Padded {
+  T value;
+};
+
+// N semaphores that start free (count 1), one per 128-byte line.
+template <class Base, uint32_t N>
+class SemaphoreSet {
+ public:
+  SemaphoreSet() {
+    for (auto& s : sems_) s.value.post();
+  }
+  PgSemaphore<Base>& operator[](uint32_t i) { return sems_[i].value; }
+
+ private:
+  Padded<PgSemaphore<Base>> sems_[N];
+};
+
+// Fibonacci hashing of an address onto 0..63: neighbours in an array and 128-byte aligned
+// objects alike spread over the whole pool.
+inline uint32_t pool_index(const void* p) {
+  const uint64_t a = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)) >> 3;
+  return static_cast<uint32_t>((a * 0x9E3779B97F4A7C15ULL) >> 58);  // top 6 bits: 0..63
+}
+static_assert(kNumAtomicsLocks == 64, "pool_index() yields 6 bits");
+
+// s_lock()'s per-backend state for pool locks, kept per OS thread (see DEVIATIONS).
+struct PoolSpinLocal {
+  int32_t spins_per_delay = kDefaultSpinsPerDelay;
+  uint64_t rng = 0x2545F4914F6CDD1DULL;
+  double next_unit() {  // splitmix64 -> [0, 1)
+    uint64_t z = (rng += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+  }
+};
+inline thread_local PoolSpinLocal tl_pool_spin;
+
+// S_LOCK on a pool word without a Proc: TAS, else s_lock(): TAS_SPIN + perform_spin_delay with
+// PostgreSQL's constants, then finish_spin_delay. Aborts after NUM_DELAYS sleeps (stuck).
+template <class Base, class Word>
+void pool_lock(Word& w) {
+  if (w.tas() == 0) return;  // EA1
+  PoolSpinLocal& local = tl_pool_spin;
+  int32_t spins = 0;
+  uint32_t delays = 0;
+  uint64_t cur_delay_us = 0;
+  while (w.tas_spin() != 0) {
+    Word::delay();
+    if (++spins >= local.spins_per_delay) {
+      if (++delays > kNumDelays) {
+        std::fprintf(stderr, "stuck spinlock detected (emulated atomic's pool lock)\n");
+        std::fflush(stderr);
+        std::abort();
+      }
+      if (cur_delay_us == 0) cur_delay_us = kMinDelayUsec;
+      Base::sleep_ns(cur_delay_us * 1000);
+      cur_delay_us +=
+          static_cast<uint64_t>(static_cast<double>(cur_delay_us) * local.next_unit() + 0.5);
+      if (cur_delay_us > kMaxDelayUsec) cur_delay_us = kMinDelayUsec;
+      spins = 0;
+    }
+  }
+  int32_t& spd = local.spins_per_delay;
+  if (cur_delay_us == 0) {
+    if (spd < kMaxSpinsPerDelay) spd = std::min(spd + kSpinsPerDelayNoSleepStep, kMaxSpinsPerDelay);
+  } else if (spd > kMinSpinsPerDelay) {
+    spd = std::max(spd - 1, kMinSpinsPerDelay);
+  }
+}
+
+}  // namespace emulation_detail
+
+// The process-wide pools (see SHARED STATE).
+template <class Base>
+emulation_detail::SemaphoreSet<Base, kNumSpinlockSemaphores>& spinlock_semaphores() {
+  static emulation_detail::SemaphoreSet<Base, kNumSpinlockSemaphores> set;
+  return set;
+}
+template <class Base>
+emulation_detail::SemaphoreSet<Base, kNumAtomicsSemaphores>& atomics_semaphores() {
+  static emulation_detail::SemaphoreSet<Base, kNumAtomicsSemaphores> set;
+  return set;
+}
+template <class Base>
+emulation_detail::Padded<TasSpinLockWord<Base>>* atomics_tas_locks() {
+  static emulation_detail::Padded<TasSpinLockWord<Base>> locks[kNumAtomicsLocks];
+  return locks;
+}
+
+// slock_t with --disable-spinlocks: an index into the 128 spinlock semaphores (s_init_lock_sema
+// assigns them round-robin, so unrelated spinlocks share one).
+template <class Base>
+class SemaphoreSpinLockWord {
+ public:
+  SemaphoreSpinLockWord() : index_(next_index()) {}
+  SemaphoreSpinLockWord(const SemaphoreSpinLockWord&) = delete;
+  SemaphoreSpinLockWord& operator=(const SemaphoreSpinLockWord&) = delete;
+
+  uint32_t tas() { return sem().try_wait() ? 0 : 1; }  // tas_sema: PGSemaphoreTryLock; EA4
+  uint32_t tas_spin() { return tas(); }                // TAS_SPIN defaults to TAS
+  void unlock() { sem().post(); }                      // s_unlock_sema: PGSemaphoreUnlock
+  // For asserts only: true if the semaphore is taken (by this lock or one sharing it). A free
+  // semaphore is taken and given back at once.
+  bool is_locked() const {
+    if (!sem().try_wait()) return true;
+    sem().post();
+    return false;
+  }
+  static void delay() {}  // SPIN_DELAY() is a no-op without HAVE_SPINLOCKS
+  uint32_t index() const { return index_; }
+
+ private:
+  static uint32_t next_index() {
+    static std::atomic<uint32_t> counter{0};
+    return counter.fetch_add(1, std::memory_order_relaxed) % kNumSpinlockSemaphores;
+  }
+  PgSemaphore<Base>& sem() const { return spinlock_semaphores<Base>()[index_]; }
+  const uint32_t index_;
+};
+
+// The spinlock behind an emulated atomic: chosen from a pool of 64 by the atomic's address.
+template <class Base, bool kSemaphores>
+struct AtomicsPoolLock {
+  // A semaphore of the atomics set (disjoint from the spinlock set: EA3), used as a slock_t.
+  struct SemWord {
+    PgSemaphore<Base>* s;
+    uint32_t tas() { return s->try_wait() ? 0 : 1; }
+    uint32_t tas_spin() { return tas(); }
+    static void delay() {}
+  };
+  static void lock(const void* atomic) {
+    const uint32_t i = emulation_detail::pool_index(atomic);
+    if constexpr (kSemaphores) {
+      SemWord w{&atomics_semaphores<Base>()[i]};
+      emulation_detail::pool_lock<Base>(w);
+    } else {
+      emulation_detail::pool_lock<Base>(atomics_tas_locks<Base>()[i].value);
+    }
+  }
+  static void unlock(const void* atomic) {
+    const uint32_t i = emulation_detail::pool_index(atomic);
+    if constexpr (kSemaphores)
+      atomics_semaphores<Base>()[i].post();
+    else
+      atomics_tas_locks<Base>()[i].value.unlock();
+  }
+};
+
+// pg_atomic_* under --disable-atomics (atomics.c): a plain read, or the operation under the
+// atomic's (pool) spinlock. EA1, EA2.
+template <class Base, class T, bool kSemaphores>
+class EmulatedAtomic {
+  using Lock = AtomicsPoolLock<Base, kSemaphores>;
+  struct Guard {
+    const void* a;
+    explicit Guard(const void* p) : a(p) { Lock::lock(a); }
+    ~Guard() { Lock::unlock(a); }
+  };
+
+ public:
+  EmulatedAtomic() = default;
+  explicit EmulatedAtomic(T v) : v_(v) {}
+  EmulatedAtomic(const EmulatedAtomic&) = delete;
+  EmulatedAtomic& operator=(const EmulatedAtomic&) = delete;
+
+  T load() const { return v_.load(); }  // pg_atomic_read_*: no lock
+  void store(T v) {
+    Guard g(this);
+    v_.store(v);
+  }
+  T exchange(T v) { return rmw([v](T) { return v; }); }
+  T fetch_add(T d) { return rmw([d](T o) { return static_cast<T>(o + d); }); }
+  T fetch_sub(T d) { return rmw([d](T o) { return static_cast<T>(o - d); }); }
+  T fetch_or(T d) { return rmw([d](T o) { return static_cast<T>(o | d); }); }
+  T fetch_and(T d) { return rmw([d](T o) { return static_cast<T>(o & d); }); }
+  bool compare_exchange(T& expected, T desired) {
+    Guard g(this);
+    const T cur = v_.load();
+    if (cur != expected) {
+      expected = cur;
+      return false;
+    }
+    v_.store(desired);
+    return true;
+  }
+  T wait_while_eq(T v) const { return v_.wait_while_eq(v); }  // plain reads
+
+ private:
+  template <class F>
+  T rmw(F f) {
+    Guard g(this);
+    const T old = v_.load();
+    v_.store(f(old));
+    return old;
+  }
+  typename Base::template Atomic<T> v_{};
+};
+
+template <class Base, bool kEmulateAtomics, bool kSemaphoreSpinlocks>
+struct EmulatedPlatform {
+  static_assert(Platform<Base>);
+  static constexpr const char* name =
+      kEmulateAtomics ? (kSemaphoreSpinlocks ? "emulated(atomics+spinlocks)" : "emulated(atomics)")
+                      : (kSemaphoreSpinlocks ? "emulated(spinlocks)" : "emulated(none)");
+  static constexpr bool kAtomicsEmulated = kEmulateAtomics;
+  static constexpr bool kSpinlocksOnSemaphores = kSemaphoreSpinlocks;
+
+  template <class T>
+  using Atomic = std::conditional_t<kEmulateAtomics, EmulatedAtomic<Base, T, kSemaphoreSpinlocks>,
+                                    typename Base::template Atomic<T>>;
+  template <class T>
+  using Shared = typename Base::template Shared<T>;
+  using Semaphore = typename Base::Semaphore;
+  // The slock_t hook of core/locks/spinlock.h. NB: built on Base, never on Atomic above.
+  using SpinLockWord = std::conditional_t<kSemaphoreSpinlocks, SemaphoreSpinLockWord<Base>,
+                                          TasSpinLockWord<Base>>;
+
+  static uint64_t now_ns() { return Base::now_ns(); }
+  static void work(uint64_t ns) { Base::work(ns); }
+  static void copy(void* dst, const void* src, size_t n) { Base::copy(dst, src, n); }
+  static void sleep_ns(uint64_t ns) { Base::sleep_ns(ns); }
+  static void spin_delay() { Base::spin_delay(); }  // pg_spin_delay(): still PAUSE
+  static void memory_barrier() { Base::memory_barrier(); }
+};
+
+}  // namespace walbench

@@ -1,0 +1,753 @@
+// The sim platform: a virtual-time many-core machine (DESIGN.md sections 3 and 8, issue 4).
+//
+// WHAT IT IS
+//   The same templated strategy, lock and WAL code that runs on ThreadsPlatform runs here
+//   unchanged, with every client a fiber (Boost.Context) on one OS thread and every shared access
+//   priced by a cost model. A Simulation owns the fibers, the scheduler and the machine state;
+//   SimPlatform is the platform P (static functions, satisfying the Platform concept) that finds
+//   the Simulation running on the calling OS thread through a thread_local pointer. One
+//   Simulation per OS thread at a time; independent simulations may run on different OS threads
+//   concurrently (they share nothing).
+//
+// SCHEDULER (what is serialized, what runs in parallel)
+//   Each fiber has a virtual clock (ns). The scheduler keeps one event heap ordered by
+//   (time, sequence number) and always resumes the earliest event; the sequence number breaks
+//   ties, so a run is a pure function of (config, seed, fiber bodies): bit-identical everywhere.
+//   A fiber runs on the real CPU until it is about to touch shared state (a P::Atomic,
+//   P::Shared, P::Semaphore) while another fiber's event is earlier; then it yields. Hence every
+//   shared access executes when its fiber's clock is the global minimum: the simulated execution
+//   is a sequentially consistent interleaving ordered by virtual time. Costs are charged after the
+//   access (the access takes effect at its start time; its cost delays the caller). Code that does
+//   no P operation never yields: every loop must contain one (a spin loop needs P::spin_delay or a
+//   load; an endless loop of plain C++ hangs the simulation like it would hang a real CPU).
+//
+// COST MODEL (parameters: SimConfig below; every default says where it comes from)
+//   Cache lines: a P::Atomic / P::Shared / P::Semaphore object lives on line address/64; objects
+//   that share a line share its state (an LWLock's state word and its neighbours). Per line: the
+//   physical cores holding a valid copy, the core that owns it modified (if any), a "busy until"
+//   time and a version (bumped by value-changing writes). A read by a holder is a hit; otherwise
+//   the line comes from the owner or the nearest holder (same cluster, same socket, other socket)
+//   or from memory. A write or read-modify-write invalidates every other copy (paying the
+//   latency to the farthest holder), takes ownership and keeps the line busy until it finished:
+//   RMWs (and stores) on one line therefore serialize; a reader that arrives while the line is
+//   busy waits for it too. RMWs pay rmw_extra_ns on top (a locked instruction). Stores are
+//   sequentially consistent (x86 xchg), so they cost like an RMW without the extra.
+//   OS: `cores` x `smt` hardware threads. A fiber needs one to run; a global FIFO run queue holds
+//   the others. Dispatching a fiber onto a hardware thread costs context_switch_ns. A fiber that
+//   waits on a semaphore, sleeps or waits for storage releases its hardware thread; post() makes
+//   the waiter runnable semaphore_wake_ns later (jittered by the seed). Time slices: a fiber that
+//   ran time_slice_ns while others wait in the run queue is preempted at its next P operation (and
+//   inside P::work). A spinning (parked) fiber keeps its hardware thread, like a real spinner.
+//   Work: P::work(ns) advances the clock; P::copy(dst, src, n) really copies and charges
+//   n / copy_bytes_per_ns, or more if the machine-wide memory bandwidth is exhausted (one shared
+//   FIFO bandwidth server). Both are stretched by smt_work_factor while an SMT sibling is busy.
+//   SimPlatform::crc_work(n) charges a CRC of n bytes; storage_write / storage_sync model a
+//   device (FIFO, write bandwidth, fsync latency).
+//
+// SPINNING
+//   wait_while_eq(v): load; while the value equals v, park the fiber on the line until a
+//   value-changing write to it, then load again (paying the transfer). No busy simulation.
+//   Plain spin loops (load; spin_delay; load; ... as in s_lock and LWLockWaitListLock): after
+//   spin_park_after consecutive loads of the same object that returned the same value from an
+//   unchanged line, each followed by spin_delay, the fiber parks on the line in spin_delay,
+//   until a value-changing write or spin_park_max_ns passed. When it is resumed at time G it
+//   REPLAYS the iterations it skipped: while its clock is below G its loads of that object return
+//   the value it saw (exact: the line did not change before G) and are charged as hits, spin_delay
+//   charges pause_ns, P::work and P::memory_barrier are charged, without yielding. So the lock
+//   code sees exactly as many spins as a real spinner (s_lock's spins_per_delay and its sleeps
+//   happen at the right virtual times) for the price of one resume per wake-up. A sleep_ns inside
+//   the replay starts at the fiber's own clock (exact) but is noticed by the scheduler only at G,
+//   so the hardware thread is released up to spin_park_max_ns late; any other P operation ends
+//   the replay and continues at G.
+//
+// DETERMINISM RULES
+//   - No real time anywhere; randomness only from the seed (wake jitter).
+//   - Lines get dense ids in first-touch order; nothing in the results depends on address values
+//     or hash-map order. What does depend on addresses is which objects share a line: objects in
+//     alignas(64) structures, fiber stacks (page aligned) and aligned heap blocks map the same way
+//     in every run; an unaligned heap object's offset modulo 64 may differ between processes or
+//     allocation histories. Give shared objects explicit alignment when their line matters.
+//   - State outside P that survives a run must not leak into the next one on the same OS thread
+//     (the locks' backend-local state lives in Proc::lock_local, fresh per cell: fine).
+//   - Every P operation is part of the modelled program, debug-only ones too: the lock headers'
+//     WALBENCH_LOCK_DCHECKs load P atomics in Debug builds only, so Debug and Release runs of the
+//     same cell give different (each deterministic) numbers. The simulator itself gives the same
+//     numbers at -O0 and -O2. Simulation::Uncharged turns P operations into plain ones for code
+//     that the modelled program does not run.
+//
+// USING IT
+//   Simulation sim(cfg, seed);
+//   for (...) sim.spawn([&, i] { client_body(i); }, "client " + std::to_string(i));
+//   sim.at(stop_ns, [&] { stop.store(true); });   // runs in scheduler context at that instant
+//   SimOutcome out = sim.run(limit_ns);             // finished, time limit, or deadlock (+report)
+//   run() returns as soon as every fiber finished (pending `at` callbacks are dropped), when the
+//   next event lies beyond limit_ns (a later run() continues), or when no event is left while
+//   fibers are still blocked (deadlock: out.message() names each fiber and what it waits on).
+//   Outside run() (and in `at` callbacks) P operations act on plain memory at no cost; writes from
+//   an `at` callback still wake parked spinners and post() still wakes semaphore waiters.
+//   A fiber body that throws makes run() rethrow after stopping the scheduler. Fibers left
+//   unfinished are unwound by ~Simulation() (or cancel_unfinished()) with an internal exception:
+//   bodies must not swallow exceptions with catch (...) without rethrowing, and the objects they
+//   reference must outlive the Simulation (declare the Simulation after them). During unwinding P
+//   operations are plain; a Semaphore::wait that would block then aborts.
+//
+// SANITIZERS
+//   Fiber switches carry TSan (__tsan_switch_to_fiber) and ASan (__sanitizer_*_switch_fiber)
+//   annotations, so the sim builds and runs under both. TSan sees one thread: it cannot find races
+//   between fibers (there are none: fibers never run in parallel), only between OS threads.
+#pragma once
+
+#include <atomic>
+#include <boost/context/fiber.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/platform/platform.h"
+
+namespace walbench {
+
+// Where fibers are placed when several hardware threads are free.
+enum class SimPlacement {
+  kSpread,   // round-robin over sockets, physical cores before SMT siblings (Linux-like spreading)
+  kCompact,  // fill socket 0 first, then socket 1, ...; SMT siblings last
+};
+
+// Every parameter of the simulated machine. Defaults model a 2-socket Intel Xeon Platinum 8375C
+// (Ice Lake-SP, 2 x 32 cores, AWS c6i.metal), the machine the core-to-core-latency table measured;
+// presets (SimConfig::preset) model others. Times are ns, bandwidths bytes per ns (= GB/s).
+struct SimConfig {
+  // --- machine -----------------------------------------------------------------------------
+  uint32_t cores = 64;             // physical cores, all sockets together
+  uint32_t sockets = 2;            // cores are numbered socket-major; cores % sockets == 0
+  uint32_t cores_per_cluster = 0;  // cores sharing an L3 slice group (AMD CCX: 8 on Zen 3/4);
+                                   // 0 = the whole socket is one cluster (Intel mesh)
+  uint32_t smt = 1;                // hardware threads per core (1 or 2; siblings share the L1)
+  SimPlacement placement = SimPlacement::kSpread;
+
+  // --- cache lines (nviennot/core-to-core-latency README, "Median Latency": CAS ping-pong
+  //     between two pinned threads, i.e. one line transfer) ---------------------------------
+  uint64_t line_hit_ns = 1;                 // L1 hit: 4-5 cycles at 3.5 GHz (AnandTech/Agner Fog)
+  uint64_t same_cluster_transfer_ns = 51;   // used only with cores_per_cluster > 0 (Milan: 23)
+  uint64_t same_socket_transfer_ns = 51;    // 8375C single socket: 51 ns
+  uint64_t cross_socket_transfer_ns = 108;  // 8375C dual socket: 108 ns (2.1x)
+  uint64_t memory_ns = 90;                  // line in no cache: DRAM load-to-use, Ice Lake-SP
+                                            // ~80-100 ns (AnandTech memory latency charts)
+  uint64_t rmw_extra_ns = 6;                // LOCK XADD / CMPXCHG: ~18-20 cycles (Agner Fog,
+                                            // instruction tables, Ice Lake) beyond the line access
+  uint64_t fence_ns = 10;                   // MFENCE with an empty store buffer, ~33 cycles
+  uint64_t pause_ns = 40;                   // PAUSE: ~140 cycles since Skylake-SP (Intel
+                                            // optimization manual, 2.5.4) at 3.5 GHz
+
+  // --- spinning ------------------------------------------------------------------------------
+  uint32_t spin_park_after = 2;      // unchanged (load, spin_delay) pairs before a spinner parks;
+                                     // 0 = never park plain loops (simulate every iteration)
+  uint64_t spin_park_max_ns = 10000; // a parked spinner replays at least this often: bounds how
+                                     // late a spinner's s_lock sleep releases its CPU
+
+  // --- OS ------------------------------------------------------------------------------------
+  uint64_t context_switch_ns = 1200;  // dispatching a thread onto a CPU: futex ping-pong between
+                                      // two threads pinned on one core, ~1.2 us per switch
+                                      // (Bendersky 2018, "Measuring context switching and memory
+                                      // overheads for Linux threads")
+  uint64_t time_slice_ns = 3000000;   // CFS sched_min_granularity on >= 8 CPUs (0.75 ms x 4);
+                                      // EEVDF base_slice likewise
+  uint64_t semaphore_wake_ns = 1000;  // post -> waiter runnable on an idle CPU (IPI + wake-up);
+                                      // with context_switch_ns it gives the ~2.2 us cross-core
+                                      // futex wake-to-run of the same measurements (no deep
+                                      // C-states; those add 10-100 us: calibrate measures it)
+  uint64_t semaphore_post_ns = 500;   // the poster's futex_wake syscall when there is a waiter
+  uint64_t sleep_slack_ns = 50000;    // nanosleep overshoot: default timer_slack_ns = 50 us
+                                      // (prctl(2) PR_SET_TIMERSLACK)
+  double wake_jitter = 0.2;           // semaphore wake and sleep slack are scaled by a factor
+                                      // drawn uniformly in [1 - j, 1 + j] from the seed
+
+  // --- work ----------------------------------------------------------------------------------
+  double copy_bytes_per_ns = 12;              // one core's memcpy into L3/DRAM-resident buffers
+                                              // (~12 GB/s single-core bandwidth, Ice Lake-SP)
+  double memory_bandwidth_bytes_per_ns = 160; // machine-wide cap on bytes copied: 2 sockets x 8
+                                              // DDR4-3200 channels ~ 2 x 160 GB/s STREAM traffic;
+                                              // a copied byte is read and written: halved. 0 = off
+  double crc_bytes_per_ns = 9;                // PostgreSQL's pg_comp_crc32c_sse42: one crc32q per
+                                              // 8 bytes, 3-cycle latency chain = 2.7 B/cycle at
+                                              // 3.5 GHz (interleaved/AVX-512 code reaches 20+)
+  double smt_work_factor = 1.6;               // work and copy take this much longer while the SMT
+                                              // sibling is busy (two threads ~1.25x one core)
+
+  // --- storage (a modelled device: FIFO queue) ---------------------------------------------
+  double storage_write_bytes_per_ns = 2;  // datacenter NVMe sequential write ~2 GB/s
+  uint64_t fsync_ns = 50000;              // fdatasync on NVMe with power-loss protection,
+                                          // order of magnitude (pg_test_fsync; calibrate)
+  uint64_t syscall_ns = 500;              // pwrite / fdatasync entry and exit
+
+  // --- simulator -------------------------------------------------------------------------------
+  uint32_t stack_kib = 256;  // per fiber; mmap'ed with a guard page, touched pages only
+
+  // JSON: every key above (placement as "spread"/"compact"). from_json starts from the defaults,
+  // or from {"preset": NAME} if present, applies the other keys, rejects unknown ones (with a
+  // "did you mean") and validates; "kind": "sim" is accepted and ignored. Errors throw
+  // std::invalid_argument naming path_for_errors and the key.
+  nlohmann::json to_json() const;
+  static SimConfig from_json(const nlohmann::json& j, const std::string& path_for_errors);
+  // Named machines from the core-to-core-latency tables: "icelake_2s" (the defaults),
+  // "cascadelake_2s", "milan_2s", "milan_1s", "skylake_client". Throws std::invalid_argument.
+  static SimConfig preset(const std::string& name);
+  static std::vector<std::string> preset_names();
+  // Storage models: "nvme" (the defaults), "tmpfs" (page cache only: memcpy bandwidth, no
+  // device latency). Throws std::invalid_argument.
+  void set_storage(const std::string& name);
+  // Throws std::invalid_argument naming path and field.
+  void validate(const std::string& path) const;
+};
+
+// What happened, counted over the whole simulation.
+struct SimCounters {
+  uint64_t shared_ops = 0;          // executed accesses to P::Atomic/Shared/Semaphore lines
+  uint64_t replayed_loads = 0;      // loads answered by a spinner's replay (not in shared_ops)
+  uint64_t line_hits = 0;
+  uint64_t cluster_transfers = 0;   // only with cores_per_cluster > 0
+  uint64_t socket_transfers = 0;
+  uint64_t cross_socket_transfers = 0;
+  uint64_t memory_fetches = 0;
+  uint64_t line_wait_ns = 0;        // time accesses waited for a busy line (RMW serialization)
+  uint64_t resumes = 0;             // scheduler -> fiber switches (real fiber switches / 2)
+  uint64_t events = 0;              // events popped (incl. stale ones)
+  uint64_t dispatches = 0;          // simulated context switches (a fiber put on a CPU)
+  uint64_t preemptions = 0;         // time-slice expiries with a non-empty run queue
+  uint64_t semaphore_sleeps = 0;    // wait() that blocked
+  uint64_t semaphore_wakes = 0;     // post() that woke a waiter
+  uint64_t sleeps = 0;              // P::sleep_ns calls that slept
+  uint64_t spin_parks = 0;          // plain spin loops parked
+  uint64_t wait_parks = 0;          // wait_while_eq parks
+  uint64_t park_wakes = 0;          // parks ended by a write to the line
+  uint64_t copy_bytes = 0;
+  uint64_t storage_writes = 0;
+  uint64_t storage_syncs = 0;
+  nlohmann::json to_json() const;
+  bool operator==(const SimCounters&) const = default;
+};
+
+enum class SimStatus { kFinished, kTimeLimit, kDeadlock };
+const char* sim_status_name(SimStatus s);
+
+struct SimFiberReport {
+  size_t fiber = 0;
+  std::string name;
+  std::string state;  // "blocked on semaphore line #12", "spinning (parked) on line #3", ...
+  uint64_t clock_ns = 0;
+  std::string wait;   // describe_wait(fiber), if a hook is set
+};
+
+struct SimOutcome {
+  SimStatus status = SimStatus::kFinished;
+  uint64_t now_ns = 0;   // finished: the last fiber's end; time limit: until_ns; deadlock: when
+  size_t fibers = 0;
+  std::vector<SimFiberReport> unfinished;  // every fiber not finished, in spawn order
+  SimCounters counters;
+  bool finished() const { return status == SimStatus::kFinished; }
+  std::string message() const;  // one line, then one line per unfinished fiber
+};
+
+// Shared state of a SimPlatform::Semaphore (plain: only the single-threaded simulation touches it).
+struct SimSemState {
+  uint32_t count = 0;
+  int32_t head = -1;  // FIFO of blocked fibers (indices into the owning Simulation)
+  int32_t tail = -1;
+};
+
+class Simulation {
+ public:
+  static constexpr size_t kNoFiber = std::numeric_limits<size_t>::max();
+  static constexpr uint64_t kForever = std::numeric_limits<uint64_t>::max();
+
+  Simulation(const SimConfig& cfg, uint64_t seed);
+  ~Simulation();  // unwinds unfinished fibers (see USING IT)
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+
+  // A fiber that runs body; it becomes runnable at the current virtual time (0 before the first
+  // run()). May be called before run(), from a fiber, or from an `at` callback. Returns its index.
+  size_t spawn(std::function<void()> body, std::string name);
+  // Call fn in scheduler context when virtual time reaches ns (before fibers at the same time
+  // resume, if it was registered first). fn must not block; it may spawn, write P objects, post.
+  void at(uint64_t ns, std::function<void()> fn);
+  // The harness's stop flag: the same as at().
+  void request_stop_at(uint64_t ns, std::function<void()> at_stop) { at(ns, std::move(at_stop)); }
+  // Run until every fiber finished, the next event lies beyond until_ns (fibers stay suspended;
+  // a later run() continues), or nothing can happen any more while fibers are blocked
+  // (deadlock). Rethrows an exception escaping a fiber body.
+  SimOutcome run(uint64_t until_ns = kForever);
+  // Unwind every unfinished fiber now (the destructor does it too).
+  void cancel_unfinished();
+
+  // Current virtual time: the running fiber's clock, else the scheduler's.
+  uint64_t now_ns() const;
+  const SimConfig& config() const { return cfg_; }
+  const SimCounters& counters() const { return counters_; }
+  uint64_t seed() const { return seed_; }
+  size_t num_fibers() const { return fibers_.size(); }
+  const std::string& fiber_name(size_t i) const;
+  bool fiber_finished(size_t i) const;
+  uint64_t fiber_clock(size_t i) const;
+  size_t current_fiber() const;  // kNoFiber outside a fiber
+  // Hook for reports: what fiber i published as its wait (e.g. Proc::wait_event).
+  void set_describe_wait(std::function<std::string(size_t fiber)> fn) { describe_wait_ = std::move(fn); }
+
+  // The simulation running on this OS thread (inside run()), else nullptr.
+  static Simulation* current() { return tl_sim_; }
+
+  // While one exists, P operations on this OS thread are plain: no cost, no yield, no wake-ups.
+  // Only for accesses the modelled program does not make (debug checks, instrumentation that
+  // peeks at P objects); a write made under it is invisible to parked spinners.
+  class Uncharged {
+   public:
+    Uncharged() : saved_(tl_sim_) { tl_sim_ = nullptr; }
+    ~Uncharged() { tl_sim_ = saved_; }
+    Uncharged(const Uncharged&) = delete;
+    Uncharged& operator=(const Uncharged&) = delete;
+
+   private:
+    Simulation* saved_;
+  };
+
+  // ---- Internal interface of SimPlatform (public for the templates below; not for users) ----
+  enum class Access : uint8_t { kRead, kWrite, kRmw };
+  template <class T> T sim_load(const T* p);
+  template <class T> void sim_store(T* p, T v);
+  template <class T, class F> T sim_rmw(T* p, F f);
+  template <class T> bool sim_cas(T* p, T& expected, T desired);
+  template <class T> T sim_wait_while_eq(const T* p, T v);
+  void sem_wait(SimSemState& s);
+  void sem_post(SimSemState& s);
+  bool sem_try_wait(SimSemState& s);
+  void op_work(uint64_t ns);
+  void op_copy(size_t n);
+  void op_sleep(uint64_t ns);
+  void op_spin_delay();
+  void op_fence();
+  void op_crc(size_t n);
+  void op_storage_write(size_t n);
+  void op_storage_sync();
+  static inline constinit thread_local Simulation* tl_sim_ = nullptr;
+
+ private:
+  struct Fiber;
+  struct Line {
+    uint64_t busy_until = 0;  // RMW serialization: the line is in flight until then
+    int32_t owner = -1;       // physical core holding it modified/exclusive, -1 if none
+    uint32_t version = 0;     // value-changing writes
+    int32_t parked_head = -1; // fibers parked on this line (doubly linked through Fiber)
+  };
+  struct Event {
+    uint64_t time;
+    uint64_t seq;
+    uint32_t fiber;  // kTimer for `at` callbacks
+    uint32_t token;  // fiber event generation (stale events are skipped); timer index
+  };
+  static bool earlier(const Event& a, const Event& b) {
+    return a.time != b.time ? a.time < b.time : a.seq < b.seq;
+  }
+  struct FiberCancelled {};
+  static constexpr uint32_t kTimer = ~uint32_t{0};
+  static constexpr uint32_t kNoLine = ~uint32_t{0};
+
+  // Fiber side (running on a fiber stack).
+  uint32_t access(Fiber& f, const void* p, Access k);
+  void notify_write(uint32_t line, uint64_t at);
+  void external_write(const void* p);
+  bool replay_load(Fiber& f, const void* p, uint64_t* bits);
+  void note_load(Fiber& f, const void* p, uint32_t line, uint64_t bits);
+  void end_replay(Fiber& f);
+  void sync(Fiber& f);
+  void slice_expired(Fiber& f);
+  void yield_ready(Fiber& f);
+  void park(Fiber& f, uint32_t line, uint64_t deadline, bool timed);
+  void arm_untimed_parks();
+  void park_waiter(Fiber& f, uint32_t line);
+  void switch_out(Fiber& f);
+  void fiber_main(Fiber& f);
+  [[noreturn]] void wait_would_block(const char* what);
+
+  // Scheduler side. heap_ is a binary min-heap on (time, seq); a yielding fiber swaps its own
+  // event for the earliest one (pending_) in one sift instead of a push and a pop.
+  void heap_push(const Event& e);
+  Event heap_pop();
+  void sift_down_from_root(const Event& e);
+  void push_event(Fiber& f, uint64_t t);
+  void resume(Fiber& f);
+  void arrive(Fiber& f, uint64_t t);  // a waking fiber wants a CPU
+  void dispatch(Fiber& f, uint32_t hw, uint64_t t);
+  void release_cpu(Fiber& f, uint64_t t);
+  int32_t pick_free_hw(int32_t preferred) const;
+  void set_hw_free(uint32_t hw, bool free);
+  void unlink_parked(Fiber& f);
+  void recompute_next_time();
+  uint64_t jittered(uint64_t ns);
+  uint32_t line_id(const void* p);
+  uint64_t read_latency(uint32_t line, uint32_t core);
+  uint64_t write_latency(uint32_t line, uint32_t core);
+  bool any_holder(uint32_t line, uint32_t lo, uint32_t hi, uint32_t except) const;
+  uint64_t transfer_ns(uint32_t from, uint32_t to);
+  uint64_t cluster_ns();
+  uint64_t socket_ns();
+  uint64_t cross_ns();
+  bool sibling_busy(const Fiber& f) const;
+  std::string describe(const Fiber& f) const;
+  SimOutcome outcome(SimStatus st) const;
+
+  const SimConfig cfg_;
+  const uint64_t seed_;
+  uint64_t rng_;
+  uint32_t hw_threads_;
+  uint32_t words_;  // 64-bit words per line holder set
+  std::vector<uint32_t> socket_of_, cluster_lo_, cluster_hi_, socket_lo_, socket_hi_;
+  std::vector<uint32_t> hw_order_pos_;   // hw -> position in placement order
+  std::vector<uint32_t> pos_hw_;         // position -> hw
+  std::vector<uint64_t> free_pos_bits_;  // free hardware threads by placement position
+  std::vector<int32_t> occupant_;        // hw -> fiber index or -1
+
+  std::vector<std::unique_ptr<Fiber>> fibers_;
+  std::vector<std::function<void()>> timers_;
+  std::vector<Event> heap_;
+  Event pending_{};            // the earliest event, taken out by yield_ready
+  bool has_pending_ = false;
+  uint64_t seq_ = 0;
+  std::deque<uint32_t> runq_;
+  std::vector<uint32_t> untimed_parked_;  // wait_while_eq parks without a deadline event
+  Fiber* cur_ = nullptr;
+  uint64_t now_ = 0;          // time of the last event the scheduler handled
+  uint64_t last_start_ = 0;   // when the last access() took effect (spinners see writes from then)
+  uint64_t end_clock_ = 0;    // latest clock of a finished fiber
+  uint64_t next_time_ = kForever;  // earliest pending event (stale ones included), at most
+                                   // limit_: a running fiber yields once its clock passes it
+  uint64_t limit_ = kForever;      // until_ns of the current run()
+  size_t done_ = 0;
+  bool running_ = false;
+  std::exception_ptr error_;
+  double bus_free_ = 0;       // memory-bandwidth server
+  uint64_t device_free_ = 0;  // storage device FIFO
+  uint64_t device_pending_ = 0;
+
+  std::vector<Line> lines_;
+  std::vector<uint64_t> holders_;  // lines_.size() * words_
+  struct LineMap;
+  std::unique_ptr<LineMap> line_map_;
+  struct CacheSlot {
+    uintptr_t key_plus_1 = 0;
+    uint32_t id = 0;
+  };
+  std::vector<CacheSlot> line_cache_;
+
+  SimCounters counters_;
+  std::function<std::string(size_t)> describe_wait_;
+  boost::context::fiber sched_;  // the scheduler's continuation while a fiber runs
+  void* sched_tsan_ = nullptr;
+  const void* sched_stack_lo_ = nullptr;
+  size_t sched_stack_size_ = 0;
+  void* sched_fake_stack_ = nullptr;
+
+  friend struct SimStackAlloc;
+};
+
+// One fiber. Defined here because the inline templates below touch a few fields.
+struct Simulation::Fiber {
+  enum class State : uint8_t {
+    kWaking,    // no CPU; an event will bring it to arrive() (new, after sleep/post/io)
+    kRunQueue,  // no CPU; in runq_
+    kBlocked,   // no CPU; on a semaphore queue, no event
+    kReady,     // has a CPU and an event to continue at
+    kParked,    // has a CPU; parked on a line with a deadline event
+    kCurrent,   // executing
+    kDone,
+  };
+  enum class Wait : uint8_t { kStart, kSleep, kSemaphore, kStorage };
+
+  boost::context::fiber ctx;
+  std::function<void()> body;
+  std::string name;
+  uint32_t index = 0;
+  State state = State::kWaking;
+  Wait wait = Wait::kStart;
+  bool cancel = false;
+  bool spun = false;
+  bool replay = false;
+  uint32_t token = 0;
+  uint64_t clock = 0;
+  uint64_t event_time = 0;
+  uint64_t slice_end = 0;
+  uint64_t ready_at = 0;
+  uint64_t wake_time = 0;
+  double frac = 0;  // sub-ns remainder of copy / CRC charges
+  int32_t hw = -1;
+  int32_t last_hw = -1;
+  uint32_t core = 0;  // physical core while on a CPU
+  // Semaphore queue (SimSemState) and what it waits on.
+  int32_t sem_next = -1;
+  SimSemState* sem = nullptr;
+  uint32_t wait_line = kNoLine;
+  // Parked on a line.
+  uint32_t park_line = kNoLine;
+  bool park_timed = false;  // has a deadline event (wait_while_eq parks untimed while no
+                            // fiber waits for a CPU)
+  int32_t park_prev = -1;
+  int32_t park_next = -1;
+  // Spin streak: the same object loaded repeatedly, same value, unchanged line, spin_delay
+  // between the loads.
+  const void* spin_addr = nullptr;
+  uint64_t spin_bits = 0;
+  uint32_t spin_line = 0;
+  uint32_t spin_version = 0;
+  uint32_t spin_count = 0;
+  // Replay after a spin park: loads of replay_addr return replay_bits while clock < until.
+  const void* replay_addr = nullptr;
+  uint64_t replay_bits = 0;
+  uint64_t replay_until = 0;
+  std::exception_ptr error;
+  // Sanitizer bookkeeping.
+  void* tsan = nullptr;
+  const void* stack_lo = nullptr;
+  size_t stack_size = 0;
+  void* fake_stack = nullptr;
+};
+
+namespace sim_detail {
+template <class T>
+inline constexpr bool kValue = std::is_trivially_copyable_v<T> && sizeof(T) <= 8;
+template <class T>
+inline uint64_t to_bits(const T& v) {
+  uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof(T));
+  return b;
+}
+template <class T>
+inline T from_bits(uint64_t b) {
+  T v;
+  std::memcpy(&v, &b, sizeof(T));
+  return v;
+}
+}  // namespace sim_detail
+
+// ---- value operations (hot path) ---------------------------------------------------------------
+template <class T>
+T Simulation::sim_load(const T* p) {
+  Fiber* f = cur_;
+  if (f == nullptr) return *p;  // scheduler context: plain
+  if (f->replay) {
+    uint64_t bits;
+    if (replay_load(*f, p, &bits)) return sim_detail::from_bits<T>(bits);
+  }
+  const uint32_t line = access(*f, p, Access::kRead);
+  const T v = *p;
+  note_load(*f, p, line, sim_detail::to_bits(v));
+  return v;
+}
+
+template <class T>
+void Simulation::sim_store(T* p, T v) {
+  Fiber* f = cur_;
+  if (f == nullptr) {
+    const bool changed = !(*p == v);
+    *p = v;
+    if (changed) external_write(p);
+    return;
+  }
+  const uint32_t line = access(*f, p, Access::kWrite);
+  const bool changed = !(*p == v);
+  *p = v;
+  if (changed) notify_write(line, last_start_);
+}
+
+template <class T, class F>
+T Simulation::sim_rmw(T* p, F fn) {
+  Fiber* f = cur_;
+  if (f == nullptr) {
+    const T old = *p;
+    *p = fn(old);
+    if (!(*p == old)) external_write(p);
+    return old;
+  }
+  const uint32_t line = access(*f, p, Access::kRmw);
+  const T old = *p;
+  *p = fn(old);
+  if (!(*p == old)) notify_write(line, last_start_);
+  return old;
+}
+
+template <class T>
+bool Simulation::sim_cas(T* p, T& expected, T desired) {
+  Fiber* f = cur_;
+  uint32_t line = kNoLine;
+  if (f != nullptr) line = access(*f, p, Access::kRmw);  // lock cmpxchg owns the line either way
+  if (!(*p == expected)) {
+    expected = *p;
+    return false;
+  }
+  const bool changed = !(*p == desired);
+  *p = desired;
+  if (changed) {
+    if (f != nullptr) notify_write(line, last_start_);
+    else external_write(p);
+  }
+  return true;
+}
+
+template <class T>
+T Simulation::sim_wait_while_eq(const T* p, T v) {
+  Fiber* f = cur_;
+  if (f == nullptr) {
+    if (!(*p == v)) return *p;
+    wait_would_block("Atomic::wait_while_eq in scheduler context");
+  }
+  if (f->replay) end_replay(*f);
+  for (;;) {
+    const T cur = sim_load(p);
+    if (!(cur == v)) return cur;
+    park_waiter(*f, f->spin_line);  // sim_load's note_load recorded this object's line
+  }
+}
+
+// ---- the platform -----------------------------------------------------------------------------
+struct SimPlatform {
+  static constexpr const char* name = "sim";
+
+  template <class T>
+  class Atomic {
+    static_assert(sim_detail::kValue<T>, "SimPlatform::Atomic<T>: T must be trivially copyable, <= 8 bytes");
+
+   public:
+    Atomic() = default;
+    explicit Atomic(T v) : v_(v) {}
+    Atomic(const Atomic&) = delete;
+    Atomic& operator=(const Atomic&) = delete;
+
+    T load() const {
+      Simulation* s = Simulation::tl_sim_;
+      return s == nullptr ? v_ : s->sim_load(&v_);
+    }
+    void store(T v) {
+      Simulation* s = Simulation::tl_sim_;
+      if (s == nullptr) v_ = v;
+      else s->sim_store(&v_, v);
+    }
+    T fetch_add(T d) { return rmw([d](T o) { return static_cast<T>(o + d); }); }
+    T fetch_sub(T d) { return rmw([d](T o) { return static_cast<T>(o - d); }); }
+    T fetch_or(T d) { return rmw([d](T o) { return static_cast<T>(o | d); }); }
+    T fetch_and(T d) { return rmw([d](T o) { return static_cast<T>(o & d); }); }
+    T exchange(T v) { return rmw([v](T) { return v; }); }
+    bool compare_exchange(T& expected, T desired) {
+      Simulation* s = Simulation::tl_sim_;
+      if (s != nullptr) return s->sim_cas(&v_, expected, desired);
+      if (!(v_ == expected)) {
+        expected = v_;
+        return false;
+      }
+      v_ = desired;
+      return true;
+    }
+    // Parks until the line is written (see SPINNING); returns the new value.
+    T wait_while_eq(T v) const {
+      Simulation* s = Simulation::tl_sim_;
+      if (s != nullptr) return s->sim_wait_while_eq(&v_, v);
+      if (v_ == v) {
+        std::fprintf(stderr, "SimPlatform::Atomic::wait_while_eq outside a simulation would spin forever\n");
+        std::abort();
+      }
+      return v_;
+    }
+
+   private:
+    template <class F>
+    T rmw(F f) {
+      Simulation* s = Simulation::tl_sim_;
+      if (s != nullptr) return s->sim_rmw(&v_, f);
+      const T old = v_;
+      v_ = f(old);
+      return old;
+    }
+    T v_{};
+  };
+
+  // Plain shared data: charged like a line access (get = load, set = store).
+  template <class T>
+  class Shared {
+    static_assert(sim_detail::kValue<T>, "SimPlatform::Shared<T>: T must be trivially copyable, <= 8 bytes");
+
+   public:
+    Shared() = default;
+    explicit Shared(T v) : v_(v) {}
+    T get() const {
+      Simulation* s = Simulation::tl_sim_;
+      return s == nullptr ? v_ : s->sim_load(&v_);
+    }
+    void set(T v) {
+      Simulation* s = Simulation::tl_sim_;
+      if (s == nullptr) v_ = v;
+      else s->sim_store(&v_, v);
+    }
+
+   private:
+    T v_{};
+  };
+
+  // A counting semaphore (PGSemaphore). Its count word is a line (wait/post are RMWs of it).
+  class Semaphore {
+   public:
+    void wait();
+    void post();
+    bool try_wait();
+
+   private:
+    SimSemState st_;
+  };
+
+  static uint64_t now_ns() {
+    Simulation* s = Simulation::tl_sim_;
+    return s == nullptr ? 0 : s->now_ns();
+  }
+  static void work(uint64_t ns) {
+    if (Simulation* s = Simulation::tl_sim_) s->op_work(ns);
+  }
+  static void copy(void* dst, const void* src, size_t n) {
+    std::memcpy(dst, src, n);
+    if (Simulation* s = Simulation::tl_sim_) s->op_copy(n);
+  }
+  static void sleep_ns(uint64_t ns) {
+    if (Simulation* s = Simulation::tl_sim_) s->op_sleep(ns);
+  }
+  static void spin_delay() {
+    if (Simulation* s = Simulation::tl_sim_) s->op_spin_delay();
+  }
+  static void memory_barrier() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (Simulation* s = Simulation::tl_sim_) s->op_fence();
+  }
+
+  // Sim-only extras (not part of the Platform concept).
+  // CPU time of a CRC-32C over n bytes (crc_bytes_per_ns).
+  static void crc_work(size_t n) {
+    if (Simulation* s = Simulation::tl_sim_) s->op_crc(n);
+  }
+  // pwrite of n bytes to the modelled device's page cache: CPU (syscall + copy), core held.
+  static void storage_write(size_t n) {
+    if (Simulation* s = Simulation::tl_sim_) s->op_storage_write(n);
+  }
+  // fdatasync: blocks (CPU released) until the device wrote everything written so far.
+  static void storage_sync() {
+    if (Simulation* s = Simulation::tl_sim_) s->op_storage_sync();
+  }
+};
+
+static_assert(Platform<SimPlatform>);
+
+}  // namespace walbench

@@ -1,0 +1,743 @@
+// Tests for the sim platform (core/platform/sim.h): scheduling by virtual clock, the cost model
+// (exact virtual times), determinism, the locks of core/locks running unchanged on 64 fibers over
+// 8 simulated cores, deadlock reports, time slicing, the stop flag and unwinding, config JSON.
+//
+// Rules of this file:
+// - Everything asserted is a virtual-time fact: exact numbers, never wall-clock timings.
+// - Catch2 assertions run outside fibers (after run()); fibers record what they saw.
+// - Runs whose results are compared with each other execute on fresh OS threads, and once on two
+//   threads at the same time: nothing may hide in thread-local state, and independent simulations
+//   must not interfere.
+#include "core/platform/sim.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "core/locks/lwlock.h"
+#include "core/locks/spinlock.h"
+#include "core/proc.h"
+
+namespace walbench {
+namespace {
+
+using SP = SimPlatform;
+constexpr WaitEvent kT = WaitEvent::kTestLock;
+
+// A config whose numbers are easy to add up by hand.
+SimConfig small_machine(uint32_t cores, uint32_t sockets, SimPlacement placement) {
+  SimConfig c;
+  c.cores = cores;
+  c.sockets = sockets;
+  c.placement = placement;
+  c.wake_jitter = 0;
+  return c;
+}
+
+// Runs f on a fresh OS thread and returns its result.
+template <class F>
+auto on_fresh_thread(F f) {
+  decltype(f()) out;
+  std::thread t([&] { out = f(); });
+  t.join();
+  return out;
+}
+
+// One line per object: the cost-model tests want to know which objects share a line.
+template <class T>
+struct alignas(64) OwnLine {
+  T v;
+};
+
+}  // namespace
+
+TEST_CASE("sim: fibers interleave by virtual clock", "[sim]") {
+  Simulation sim(small_machine(4, 1, SimPlacement::kCompact), 1);
+  struct Entry {
+    uint64_t t;
+    int who;
+  };
+  std::vector<Entry> log;
+  const uint64_t step[3] = {300, 500, 700};
+  for (int i = 0; i < 3; ++i) {
+    sim.spawn(
+        [&, i] {
+          for (int k = 0; k < 10; ++k) {
+            SP::work(step[i]);
+            log.push_back({SP::now_ns(), i});
+          }
+        },
+        "worker " + std::to_string(i));
+  }
+  const SimOutcome out = sim.run();
+  REQUIRE(out.finished());
+  REQUIRE(log.size() == 30);
+  const uint64_t cs = sim.config().context_switch_ns;
+  // Every fiber starts on its own CPU after one dispatch; its k-th entry is at cs + k * step.
+  int seen[3] = {0, 0, 0};
+  for (size_t n = 0; n < log.size(); ++n) {
+    const Entry& e = log[n];
+    ++seen[e.who];
+    CHECK(e.t == cs + static_cast<uint64_t>(seen[e.who]) * step[e.who]);
+    if (n > 0) CHECK(log[n - 1].t <= e.t);  // the global log is in virtual-time order
+  }
+  // Interleaved, not one fiber after the other.
+  CHECK(log[0].who == 0);
+  CHECK(log[1].who == 1);
+  CHECK(out.now_ns == cs + 10 * 700);
+  for (int i = 0; i < 3; ++i) CHECK(sim.fiber_clock(static_cast<size_t>(i)) == cs + 10 * step[i]);
+}
+
+TEST_CASE("sim: exact cost of line transfers and RMW serialization", "[sim]") {
+  // 4 cores on 2 sockets: compact puts the first two fibers on cores 0 and 1 (socket 0), spread
+  // on cores 0 and 2 (sockets 0 and 1).
+  for (SimPlacement placement : {SimPlacement::kCompact, SimPlacement::kSpread}) {
+    DYNAMIC_SECTION("placement " << (placement == SimPlacement::kCompact ? "compact" : "spread")) {
+      const SimConfig cfg = small_machine(4, 2, placement);
+      const uint64_t cs = cfg.context_switch_ns;
+      const uint64_t transfer = placement == SimPlacement::kCompact ? cfg.same_socket_transfer_ns
+                                                                    : cfg.cross_socket_transfer_ns;
+      SECTION("write then remote read") {
+        auto x = std::make_unique<OwnLine<SP::Atomic<uint64_t>>>();
+        uint64_t t_store = 0, t_load = 0, t_reload = 0, seen = 0;
+        Simulation sim(cfg, 1);
+        sim.spawn([&] {
+          x->v.store(7);  // nobody has the line: from memory
+          t_store = SP::now_ns();
+        }, "writer");
+        sim.spawn([&] {
+          SP::work(1000);
+          seen = x->v.load();  // the writer owns it: one transfer
+          t_load = SP::now_ns();
+          x->v.load();  // now a hit
+          t_reload = SP::now_ns();
+        }, "reader");
+        REQUIRE(sim.run().finished());
+        CHECK(t_store == cs + cfg.memory_ns);
+        CHECK(seen == 7);
+        CHECK(t_load == cs + 1000 + transfer);
+        CHECK(t_reload == t_load + cfg.line_hit_ns);
+        CHECK(sim.counters().memory_fetches == 1);
+        CHECK(sim.counters().line_hits == 1);
+        CHECK(sim.counters().shared_ops == 3);
+      }
+      SECTION("two RMWs at the same instant serialize on the line") {
+        auto x = std::make_unique<OwnLine<SP::Atomic<uint64_t>>>();
+        uint64_t t0 = 0, t1 = 0;
+        Simulation sim(cfg, 1);
+        sim.spawn([&] { x->v.fetch_add(1); t0 = SP::now_ns(); }, "first");
+        sim.spawn([&] { x->v.fetch_add(1); t1 = SP::now_ns(); }, "second");
+        REQUIRE(sim.run().finished());
+        const uint64_t first_done = cs + cfg.memory_ns + cfg.rmw_extra_ns;
+        CHECK(t0 == first_done);
+        CHECK(t1 == first_done + transfer + cfg.rmw_extra_ns);  // waited for the line, then moved it
+        CHECK(sim.counters().line_wait_ns == first_done - cs);
+        CHECK(x->v.load() == 2);
+      }
+      SECTION("objects on one line share it") {
+        struct alignas(64) Pair {
+          SP::Atomic<uint32_t> a{0};
+          SP::Shared<uint32_t> b{0};
+        };
+        auto pair = std::make_unique<Pair>();
+        uint64_t t_b = 0;
+        Simulation sim(cfg, 1);
+        sim.spawn([&] { pair->a.store(1); }, "writes a");
+        sim.spawn([&] {
+          SP::work(1000);
+          (void)pair->b.get();  // b's line was just written through a: a transfer
+          t_b = SP::now_ns();
+        }, "reads b");
+        REQUIRE(sim.run().finished());
+        CHECK(t_b == cs + 1000 + transfer);
+      }
+    }
+  }
+}
+
+TEST_CASE("sim: a cross-socket ping-pong is slower than a same-socket one, exactly", "[sim]") {
+  constexpr uint64_t kRounds = 1000;
+  auto ping_pong = [](SimPlacement placement) {
+    const SimConfig cfg = small_machine(4, 2, placement);
+    auto flag = std::make_unique<OwnLine<SP::Atomic<uint64_t>>>();
+    Simulation sim(cfg, 1);
+    sim.spawn([&] {
+      for (uint64_t i = 0; i < kRounds; ++i) {
+        flag->v.store(2 * i + 1);
+        flag->v.wait_while_eq(2 * i + 1);
+      }
+    }, "ping");
+    sim.spawn([&] {
+      for (uint64_t i = 0; i < kRounds; ++i) {
+        while (flag->v.load() != 2 * i + 1) SP::spin_delay();
+        flag->v.store(2 * i + 2);
+      }
+    }, "pong");
+    const SimOutcome out = sim.run();
+    REQUIRE(out.finished());
+    return out;
+  };
+  const SimOutcome same = ping_pong(SimPlacement::kCompact);
+  const SimOutcome cross = ping_pong(SimPlacement::kSpread);
+  const SimConfig cfg;
+  CHECK(same.counters.cross_socket_transfers == 0);
+  CHECK(cross.counters.socket_transfers == 0);
+  CHECK(cross.counters.cross_socket_transfers == same.counters.socket_transfers);
+  // Each round trip moves the line four times (store, remote load, store, remote load); all else
+  // is equal, so the difference is exact.
+  CHECK(same.counters.socket_transfers == 4 * kRounds - 1);
+  CHECK(cross.now_ns - same.now_ns ==
+        (4 * kRounds - 1) * (cfg.cross_socket_transfer_ns - cfg.same_socket_transfer_ns));
+  CHECK(cross.now_ns > same.now_ns);
+}
+
+TEST_CASE("sim: SpinLock mutual exclusion, 64 fibers on 8 cores", "[sim][locks]") {
+  constexpr int kFibers = 64, kIters = 200;
+  SimConfig cfg;
+  cfg.cores = 8;
+  cfg.sockets = 2;
+  cfg.time_slice_ns = 200000;  // 0.2 ms: plenty of preemption inside this short run
+  ProcTable<SP> procs(kFibers, 3);
+  SpinLock<SP> lock(kT);
+  auto counter = std::make_unique<OwnLine<SP::Shared<uint64_t>>>();
+  int inside = 0, overlaps = 0;
+  Simulation sim(cfg, 3);
+  for (int i = 0; i < kFibers; ++i) {
+    sim.spawn([&, i] {
+      Proc<SP>& me = procs[i];
+      for (int k = 0; k < kIters; ++k) {
+        lock.acquire(me);
+        if (++inside != 1) ++overlaps;
+        const uint64_t v = counter->v.get();
+        SP::work(100);
+        counter->v.set(v + 1);
+        --inside;
+        lock.release();
+        SP::work(500 + me.next_random() % 1000);
+      }
+    }, "client " + std::to_string(i));
+  }
+  const SimOutcome out = sim.run();
+  INFO(out.message());
+  REQUIRE(out.finished());
+  CHECK(overlaps == 0);
+  CHECK(counter->v.get() == uint64_t{kFibers} * kIters);
+  const LockStats st = procs.total_stats().locks[static_cast<size_t>(kT)];
+  CHECK(st.acquisitions == uint64_t{kFibers} * kIters);
+  CHECK(st.contended > 0);
+  CHECK(st.spins > 0);
+  CHECK(out.counters.preemptions > 0);  // 64 clients on 8 CPUs time-slice
+  CHECK(out.counters.spin_parks > 0);   // spinners parked instead of being simulated per spin
+}
+
+TEST_CASE("sim: LWLock shared/exclusive exclusion, 64 fibers on 8 cores", "[sim][locks]") {
+  constexpr int kFibers = 64, kIters = 100;
+  SimConfig cfg;
+  cfg.cores = 8;
+  cfg.sockets = 2;
+  cfg.time_slice_ns = 200000;
+  ProcTable<SP> procs(kFibers, 4);
+  LWLock<SP> lock(&procs, kT);
+  auto counter = std::make_unique<OwnLine<SP::Shared<uint64_t>>>();
+  int excl = 0, shared = 0, violations = 0;
+  uint64_t shared_acq = 0;
+  Simulation sim(cfg, 4);
+  for (int i = 0; i < kFibers; ++i) {
+    sim.spawn([&, i] {
+      Proc<SP>& me = procs[i];
+      for (int k = 0; k < kIters; ++k) {
+        if ((i + k) % 4 == 0) {
+          lock.acquire(me, kLwShared);
+          ++shared_acq;
+          if (excl != 0) ++violations;
+          ++shared;
+          (void)counter->v.get();
+          SP::work(200);
+          if (excl != 0) ++violations;
+          --shared;
+          lock.release(me);
+        } else {
+          lock.acquire(me, kLwExclusive);
+          if (excl != 0 || shared != 0) ++violations;
+          ++excl;
+          const uint64_t v = counter->v.get();
+          SP::work(100);
+          counter->v.set(v + 1);
+          --excl;
+          lock.release(me);
+        }
+        SP::work(300 + me.next_random() % 600);
+      }
+    }, "client " + std::to_string(i));
+  }
+  const SimOutcome out = sim.run();
+  INFO(out.message());
+  REQUIRE(out.finished());
+  CHECK(violations == 0);
+  CHECK(counter->v.get() == uint64_t{kFibers} * kIters - shared_acq);
+  const LockStats st = procs.total_stats().locks[static_cast<size_t>(kT)];
+  CHECK(st.acquisitions == uint64_t{kFibers} * kIters);
+  CHECK(st.sleeps > 0);  // waiters slept on their semaphores
+  CHECK(out.counters.semaphore_sleeps > 0);
+  CHECK(out.counters.semaphore_wakes > 0);
+  CHECK(lock.is_free());
+}
+
+TEST_CASE("sim: LWLock variable protocol (wait_for_var / update_var) in all three forms",
+          "[sim][locks]") {
+  for (VarProtocol form : {VarProtocol::kWaitList, VarProtocol::kAtomic, VarProtocol::kAtomicFastPath}) {
+    DYNAMIC_SECTION("form " << var_protocol_name(form)) {
+      constexpr int kHolders = 8, kWaiters = 56, kRounds = 40, kUpdates = 10;
+      SimConfig cfg;
+      cfg.cores = 8;
+      cfg.sockets = 2;
+      cfg.time_slice_ns = 200000;
+      ProcTable<SP> procs(kHolders + kWaiters, 5);
+      // One lock per holder pair, like insertion locks; waiters go over all of them.
+      constexpr int kLocks = 4;
+      std::vector<std::unique_ptr<LWLock<SP>>> locks;
+      std::vector<std::unique_ptr<LockVar<SP>>> vars;
+      for (int l = 0; l < kLocks; ++l) {
+        locks.push_back(std::make_unique<LWLock<SP>>(&procs, kT));
+        vars.push_back(std::make_unique<LockVar<SP>>());
+      }
+      uint64_t next_round = 0;  // plain: fibers never run in parallel
+      int holders_left = kHolders;
+      int bad_equal = 0, bad_order = 0, bad_final = 0;
+      uint64_t advances = 0, frees = 0;
+      Simulation sim(cfg, 5);
+      for (int h = 0; h < kHolders; ++h) {
+        sim.spawn([&, h] {
+          Proc<SP>& me = procs[h];
+          LWLock<SP>& lock = *locks[static_cast<size_t>(h % kLocks)];
+          LockVar<SP>& var = *vars[static_cast<size_t>(h % kLocks)];
+          for (int r = 0; r < kRounds; ++r) {
+            lock.acquire(me, kLwExclusive);
+            const uint64_t base = ++next_round << 20;  // every value larger than all earlier ones
+            for (uint64_t s = 1; s <= kUpdates; ++s) {
+              lock.update_var(me, form, var, base | s);
+              SP::work(500);
+            }
+            lock.release_clear_var(me, form, var, 0);
+            SP::work(1000 + me.next_random() % 2000);
+          }
+          --holders_left;
+        }, "holder " + std::to_string(h));
+      }
+      for (int w = 0; w < kWaiters; ++w) {
+        sim.spawn([&, w] {
+          Proc<SP>& me = procs[kHolders + w];
+          std::vector<uint64_t> last_nonzero(kLocks, 0);
+          while (holders_left > 0) {
+            const size_t l = me.next_random() % kLocks;
+            uint64_t old = 0;
+            for (int step = 0; step < 3 && holders_left > 0; ++step) {
+              uint64_t nv = old;
+              if (locks[l]->wait_for_var(me, form, *vars[l], old, &nv)) {
+                ++frees;
+                break;
+              }
+              if (nv == old) ++bad_equal;  // I13
+              if (nv != 0) {
+                if (nv < last_nonzero[l]) ++bad_order;
+                last_nonzero[l] = nv;
+              }
+              ++advances;
+              old = nv;
+            }
+            SP::work(200);
+          }
+          for (size_t l = 0; l < kLocks; ++l) {
+            uint64_t nv = 0;
+            if (!locks[l]->wait_for_var(me, form, *vars[l], 12345, &nv)) ++bad_final;
+          }
+        }, "waiter " + std::to_string(w));
+      }
+      const SimOutcome out = sim.run();
+      INFO(out.message());
+      REQUIRE(out.finished());
+      CHECK(bad_equal == 0);
+      CHECK(bad_order == 0);
+      CHECK(bad_final == 0);
+      CHECK(advances > 1000);
+      CHECK(frees > 0);
+      CHECK(next_round == uint64_t{kHolders} * kRounds);
+      LockStats waiters;
+      for (int w = 0; w < kWaiters; ++w) waiters.add(procs[kHolders + w].stats.of(kT));
+      CHECK(waiters.sleeps > 0);  // waiters slept in wait_for_var and were woken by update_var
+      for (int l = 0; l < kLocks; ++l) {
+        CHECK(locks[static_cast<size_t>(l)]->is_free());
+        CHECK(vars[static_cast<size_t>(l)]->owner_read(form) == 0);
+      }
+    }
+  }
+}
+
+namespace {
+// A contended mix (LWLock with semaphore sleeps, a spinlock, preemption) whose outcome depends on
+// every scheduling decision. Returns everything a run can be compared on.
+struct RunDigest {
+  SimCounters counters;
+  std::vector<uint64_t> clocks;
+  uint64_t end = 0;
+  uint64_t total = 0;
+  bool operator==(const RunDigest&) const = default;
+};
+
+RunDigest contended_run(uint64_t seed) {
+  constexpr int kFibers = 32, kIters = 60;
+  SimConfig cfg;
+  cfg.cores = 8;
+  cfg.sockets = 2;
+  cfg.time_slice_ns = 100000;
+  ProcTable<SP> procs(kFibers, seed);
+  // Aligned, so that which objects share a line does not depend on where the caller's stack
+  // frame happens to be (sim.h, DETERMINISM RULES): like PostgreSQL's padded LWLocks.
+  struct alignas(64) Locks {
+    explicit Locks(ProcTable<SP>* p) : lw(p, kT) {}
+    alignas(64) LWLock<SP> lw;
+    alignas(64) SpinLock<SP> spin{WaitEvent::kInfoSpin};
+  };
+  auto locks = std::make_unique<Locks>(&procs);
+  LWLock<SP>& lw = locks->lw;
+  SpinLock<SP>& spin = locks->spin;
+  auto counter = std::make_unique<OwnLine<SP::Shared<uint64_t>>>();
+  Simulation sim(cfg, seed);
+  for (int i = 0; i < kFibers; ++i) {
+    sim.spawn([&, i] {
+      Proc<SP>& me = procs[i];
+      for (int k = 0; k < kIters; ++k) {
+        lw.acquire(me, kLwExclusive);
+        spin.acquire(me);
+        counter->v.set(counter->v.get() + 1);
+        spin.release();
+        SP::work(300);
+        lw.release(me);
+        SP::work(200 + me.next_random() % 800);
+      }
+    }, "client " + std::to_string(i));
+  }
+  const SimOutcome out = sim.run();
+  RunDigest d;
+  d.counters = out.counters;
+  d.end = out.now_ns;
+  d.total = counter->v.get();
+  for (size_t i = 0; i < sim.num_fibers(); ++i) d.clocks.push_back(sim.fiber_clock(i));
+  return d;
+}
+}  // namespace
+
+TEST_CASE("sim: same seed, same numbers; another seed, other numbers", "[sim]") {
+  const RunDigest a = on_fresh_thread([] { return contended_run(42); });
+  const RunDigest b = on_fresh_thread([] { return contended_run(42); });
+  const RunDigest c = on_fresh_thread([] { return contended_run(43); });
+  CHECK(a.total == 32 * 60);
+  CHECK(a == b);
+  CHECK(a.counters.shared_ops == b.counters.shared_ops);
+  CHECK(a.end == b.end);
+  CHECK(c.total == 32 * 60);
+  CHECK_FALSE(a == c);
+  // Independent simulations on concurrent OS threads give the same numbers as alone.
+  RunDigest p, q;
+  std::thread t1([&] { p = contended_run(42); });
+  std::thread t2([&] { q = contended_run(43); });
+  t1.join();
+  t2.join();
+  CHECK(p == a);
+  CHECK(q == c);
+}
+
+TEST_CASE("sim: parking a spinner changes nothing the lock code can see", "[sim]") {
+  // A holder keeps a spinlock for 300 us; the waiter spins, sleeps (s_lock backoff) and spins
+  // again. With spinners parked and replayed the waiter must count the same spins and sleeps,
+  // at the same virtual times, as with every spin simulated.
+  auto run = [](uint32_t park_after) {
+    SimConfig cfg = small_machine(4, 1, SimPlacement::kCompact);
+    cfg.spin_park_after = park_after;
+    ProcTable<SP> procs(2, 9);
+    SpinLock<SP> lock(kT, SpinDelayParams{.ns_per_us = 100, .num_delays = kNumDelays});
+    uint64_t got_at = 0;
+    Simulation sim(cfg, 9);
+    sim.spawn([&] {
+      lock.acquire(procs[0]);
+      SP::work(300000);
+      lock.release();
+    }, "holder");
+    sim.spawn([&] {
+      SP::work(1000);
+      lock.acquire(procs[1]);
+      got_at = SP::now_ns();
+      lock.release();
+    }, "waiter");
+    const SimOutcome out = sim.run();
+    REQUIRE(out.finished());
+    struct R {
+      LockStats st;
+      uint64_t got_at;
+      SimCounters c;
+    };
+    return R{procs[1].stats.of(kT), got_at, out.counters};
+  };
+  const auto simulated = on_fresh_thread([&] { return run(0); });
+  const auto parked = on_fresh_thread([&] { return run(2); });
+  CHECK(simulated.c.spin_parks == 0);
+  CHECK(parked.c.spin_parks > 0);
+  CHECK(parked.c.replayed_loads > 0);
+  CHECK(simulated.st.sleeps > 0);
+  CHECK(parked.st.spins == simulated.st.spins);
+  CHECK(parked.st.sleeps == simulated.st.sleeps);
+  CHECK(parked.st.wait_ns == simulated.st.wait_ns);
+  CHECK(parked.got_at == simulated.got_at);
+}
+
+TEST_CASE("sim: deadlock is reported with every blocked fiber's wait", "[sim]") {
+  SimConfig cfg = small_machine(4, 1, SimPlacement::kCompact);
+  auto sems = std::make_unique<SP::Semaphore[]>(2);
+  Simulation sim(cfg, 1);
+  sim.spawn([&] { sems[0].wait(); }, "waits on A");
+  sim.spawn([&] { sems[1].wait(); }, "waits on B");
+  sim.spawn([&] { SP::work(10); }, "finishes");
+  sim.set_describe_wait([](size_t fiber) { return "published wait " + std::to_string(fiber); });
+  const SimOutcome out = sim.run(1000000000);
+  INFO(out.message());
+  CHECK(out.status == SimStatus::kDeadlock);
+  REQUIRE(out.unfinished.size() == 2);
+  CHECK(out.unfinished[0].name == "waits on A");
+  CHECK(out.unfinished[1].name == "waits on B");
+  CHECK(out.unfinished[0].state.find("blocked on a semaphore") != std::string::npos);
+  CHECK(out.unfinished[1].wait == "published wait 1");
+  const std::string msg = out.message();
+  CHECK(msg.find("deadlock") != std::string::npos);
+  CHECK(msg.find("waits on B") != std::string::npos);
+  CHECK(msg.find("published wait 0") != std::string::npos);
+  // The blocked fibers are unwound when the simulation goes away (checked under ASan/valgrind).
+}
+
+TEST_CASE("sim: more clients than cores time-slice", "[sim]") {
+  auto run = [](uint32_t clients, uint32_t cores) {
+    SimConfig cfg = small_machine(cores, 1, SimPlacement::kCompact);
+    cfg.time_slice_ns = 500000;
+    std::vector<uint64_t> first_run(clients, 0), finished(clients, 0);
+    Simulation sim(cfg, 1);
+    for (uint32_t i = 0; i < clients; ++i) {
+      sim.spawn([&, i] {
+        first_run[i] = SP::now_ns();
+        for (int k = 0; k < 20; ++k) SP::work(100000);  // 2 ms of CPU
+        finished[i] = SP::now_ns();
+      }, "cpu hog " + std::to_string(i));
+    }
+    const SimOutcome out = sim.run();
+    REQUIRE(out.finished());
+    struct R {
+      SimOutcome out;
+      std::vector<uint64_t> first_run, finished;
+    };
+    return R{out, first_run, finished};
+  };
+  const auto alone = run(2, 2);
+  CHECK(alone.out.counters.preemptions == 0);
+  CHECK(alone.out.now_ns == alone.out.fibers * 0 + 1200 + 2000000);
+  const auto shared = run(4, 2);
+  CHECK(shared.out.counters.preemptions > 0);
+  // Clients 2 and 3 waited in the run queue but got a CPU after one slice, long before the first
+  // two finished: time slicing, not run-to-completion.
+  CHECK(shared.first_run[2] <= 500000 + 2 * 1200);
+  CHECK(shared.first_run[3] <= 500000 + 2 * 1200);
+  CHECK(shared.finished[0] > shared.first_run[2]);
+  // 8 ms of CPU on 2 CPUs: 4 ms plus the context switches.
+  CHECK(shared.out.now_ns >= 4000000);
+  CHECK(shared.out.now_ns <= 4000000 + shared.out.counters.dispatches * 1200);
+}
+
+TEST_CASE("sim: stop flag at a virtual instant, time limit, continue, unwind", "[sim]") {
+  SimConfig cfg = small_machine(2, 1, SimPlacement::kCompact);
+  int unwound = 0;
+  struct Guard {
+    int* n;
+    ~Guard() { ++*n; }
+  };
+  {
+    bool stop = false;
+    uint64_t loops = 0, stopped_at = 0;
+    auto sem = std::make_unique<SP::Semaphore>();
+    Simulation sim(cfg, 1);
+    sim.spawn([&] {
+      while (!stop) {
+        SP::work(1000);
+        ++loops;
+      }
+      stopped_at = SP::now_ns();
+    }, "loop");
+    sim.spawn([&] {
+      Guard g{&unwound};
+      sem->wait();  // nobody posts: left blocked, unwound at the end
+    }, "blocked");
+    sim.request_stop_at(50000, [&] { stop = true; });
+    SimOutcome out = sim.run(20000);
+    CHECK(out.status == SimStatus::kTimeLimit);
+    CHECK(out.now_ns == 20000);
+    CHECK(out.unfinished.size() == 2);
+    CHECK(stopped_at == 0);
+    out = sim.run();  // continues
+    CHECK(out.status == SimStatus::kDeadlock);
+    REQUIRE(out.unfinished.size() == 1);
+    CHECK(out.unfinished[0].name == "blocked");
+    // The loop saw the flag at its first check at or after 50 us: 1200 + k * 1000 >= 50000.
+    CHECK(stopped_at == 50200);
+    CHECK(loops == 49);
+    CHECK(unwound == 0);
+  }
+  CHECK(unwound == 1);  // the blocked fiber's stack was unwound by ~Simulation
+}
+
+TEST_CASE("sim: an exception in a fiber propagates out of run()", "[sim]") {
+  Simulation sim(small_machine(2, 1, SimPlacement::kCompact), 1);
+  sim.spawn([] {
+    SP::work(10);
+    throw std::runtime_error("boom in fiber");
+  }, "thrower");
+  sim.spawn([] {
+    for (;;) SP::work(1000);
+  }, "endless");
+  CHECK_THROWS_WITH(sim.run(), "boom in fiber");
+}
+
+TEST_CASE("sim: semaphores hand over in FIFO order with wake latency", "[sim]") {
+  SimConfig cfg = small_machine(4, 1, SimPlacement::kCompact);
+  auto sem = std::make_unique<SP::Semaphore>();
+  std::vector<int> order;
+  uint64_t woke_at = 0;
+  Simulation sim(cfg, 1);
+  for (int i = 0; i < 3; ++i) {
+    sim.spawn([&, i] {
+      SP::work(static_cast<uint64_t>(i) * 10);  // queue in index order
+      sem->wait();
+      order.push_back(i);
+      if (i == 0) woke_at = SP::now_ns();
+    }, "waiter " + std::to_string(i));
+  }
+  uint64_t posted_at = 0;
+  sim.spawn([&] {
+    SP::work(100000);
+    posted_at = SP::now_ns();
+    for (int i = 0; i < 3; ++i) sem->post();
+  }, "poster");
+  REQUIRE(sim.run().finished());
+  CHECK(order == std::vector<int>{0, 1, 2});
+  // post (an RMW of the semaphore's line, which waiter 2 touched last), then wake + dispatch.
+  CHECK(woke_at == posted_at + cfg.same_socket_transfer_ns + cfg.rmw_extra_ns +
+                       cfg.semaphore_wake_ns + cfg.context_switch_ns);
+}
+
+TEST_CASE("sim: config JSON round trip, presets, unknown keys", "[sim]") {
+  const SimConfig d;
+  const SimConfig back = SimConfig::from_json(d.to_json(), "cfg");
+  CHECK(back.to_json() == d.to_json());
+  const SimConfig m = SimConfig::from_json(nlohmann::json{{"kind", "sim"}, {"preset", "milan_2s"}, {"cores", 48}}, "p");
+  CHECK(m.cores == 48);
+  CHECK(m.cores_per_cluster == 8);
+  CHECK(m.same_cluster_transfer_ns == 23);
+  for (const std::string& name : SimConfig::preset_names()) CHECK_NOTHROW(SimConfig::preset(name).validate(name));
+  CHECK_THROWS_WITH(SimConfig::from_json(nlohmann::json{{"cros_socket_transfer_ns", 1}}, "f.json: platform"),
+                    Catch::Matchers::Contains("f.json: platform.cros_socket_transfer_ns: unknown key") &&
+                        Catch::Matchers::Contains("did you mean 'cross_socket_transfer_ns'"));
+  CHECK_THROWS_WITH(SimConfig::from_json(nlohmann::json{{"cores", 10}, {"sockets", 3}}, "x"),
+                    Catch::Matchers::Contains("x.sockets"));
+  CHECK_THROWS_WITH(SimConfig::from_json(nlohmann::json{{"cores", -1}}, "x"),
+                    Catch::Matchers::Contains("non-negative integer"));
+  CHECK_THROWS_WITH(SimConfig::from_json(nlohmann::json{{"placement", "random"}}, "x"),
+                    Catch::Matchers::Contains("x.placement"));
+  CHECK_THROWS(SimConfig::preset("epyc"));
+  SimConfig s;
+  s.set_storage("tmpfs");
+  CHECK(s.fsync_ns == 0);
+}
+
+TEST_CASE("sim: storage model serializes syncs on one device", "[sim]") {
+  SimConfig cfg = small_machine(4, 1, SimPlacement::kCompact);
+  std::vector<uint64_t> done(2, 0);
+  Simulation sim(cfg, 1);
+  for (int i = 0; i < 2; ++i) {
+    sim.spawn([&, i] {
+      SP::storage_write(20000);  // 10 us on the device at 2 B/ns
+      SP::storage_sync();
+      done[static_cast<size_t>(i)] = SP::now_ns();
+    }, "writer " + std::to_string(i));
+  }
+  REQUIRE(sim.run().finished());
+  std::sort(done.begin(), done.end());
+  const uint64_t cs = cfg.context_switch_ns;
+  const uint64_t write_cpu = cfg.syscall_ns + static_cast<uint64_t>(20000 / cfg.copy_bytes_per_ns);
+  const uint64_t first = cs + write_cpu + cfg.syscall_ns + 2 * 10000 + cfg.fsync_ns;  // both writes pending
+  CHECK(done[0] == first + cs);
+  CHECK(done[1] == first + cfg.fsync_ns + cs);  // queued behind the first sync
+}
+
+// ---------------------------------------------------------------------------------------------
+// Speed: simulated shared operations per real second. A printout, not an assertion.
+TEST_CASE("sim: speed (simulated shared ops per real second)", "[.bench]") {
+  auto bench = [](const char* what, int clients, uint32_t cores, VarProtocol form) {
+    SimConfig cfg;
+    cfg.cores = cores;
+    ProcTable<SP> procs(static_cast<uint32_t>(clients), 1);
+    constexpr int kLocks = 8;
+    std::vector<std::unique_ptr<LWLock<SP>>> locks;
+    std::vector<std::unique_ptr<LockVar<SP>>> vars;
+    for (int l = 0; l < kLocks; ++l) {
+      locks.push_back(std::make_unique<LWLock<SP>>(&procs, kT));
+      vars.push_back(std::make_unique<LockVar<SP>>());
+    }
+    SpinLock<SP> pos_lock(WaitEvent::kInsertPosSpin);
+    auto pos = std::make_unique<OwnLine<SP::Shared<uint64_t>>>();
+    bool stop = false;
+    Simulation sim(cfg, 1);
+    for (int i = 0; i < clients; ++i) {
+      sim.spawn([&, i] {
+        Proc<SP>& me = procs[i];
+        LWLock<SP>& l = *locks[static_cast<size_t>(i % kLocks)];
+        LockVar<SP>& v = *vars[static_cast<size_t>(i % kLocks)];
+        while (!stop) {  // insert_locks' shape: lock, reserve under a spinlock, copy, release
+          l.acquire(me, kLwExclusive);
+          pos_lock.acquire(me);
+          pos->v.set(pos->v.get() + 100);
+          pos_lock.release();
+          SP::work(100);
+          l.release_clear_var(me, form, v, 0);
+          SP::work(1000);
+        }
+      }, "client");
+    }
+    sim.request_stop_at(100000000, [&] { stop = true; });  // 100 ms virtual
+    // Thread CPU time as well as wall time: on a loaded machine the CPU figure is the stable one.
+    auto cpu_now = [] {
+      timespec ts;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = cpu_now();
+    const SimOutcome out = sim.run();
+    const double cpu = cpu_now() - c0;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const SimCounters& c = out.counters;
+    std::printf("%-34s %4d clients %2u cores: %5.1f M shared ops/s (%5.1f M per CPU s), %4.1f M resumes/s, "
+                "%llu ops, %.1f ms virtual in %.3f s, %llu spin parks\n",
+                what, clients, cores, static_cast<double>(c.shared_ops) / secs / 1e6,
+                static_cast<double>(c.shared_ops) / cpu / 1e6, static_cast<double>(c.resumes) / secs / 1e6,
+                static_cast<unsigned long long>(c.shared_ops), static_cast<double>(out.now_ns) / 1e6, secs,
+                static_cast<unsigned long long>(c.spin_parks));
+  };
+  bench("insert-lock shape, uncontended", 1, 64, VarProtocol::kAtomic);
+  bench("insert-lock shape", 16, 64, VarProtocol::kAtomic);
+  bench("insert-lock shape", 64, 64, VarProtocol::kAtomic);
+  bench("insert-lock shape, oversubscribed", 256, 64, VarProtocol::kAtomic);
+  bench("insert-lock shape, oversubscribed", 4096, 64, VarProtocol::kAtomic);
+}
+
+}  // namespace walbench
