@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <filesystem>
+#include <unistd.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -81,6 +83,13 @@ inline Outcome run_cell(const CellSpec& spec, double seconds) {
   o.verify = cell->verify();
   o.model = cell->model_stats();
   return o;
+}
+
+// A scratch directory for "file" storage private to this test process (ctest runs test cases of
+// several processes at once; a shared directory would be removed under another's feet).
+inline std::filesystem::path scratch_dir(const std::string& name) {
+  return std::filesystem::temp_directory_path() /
+         (name + "-" + std::to_string(static_cast<long>(::getpid())));
 }
 
 inline CellSpec stress_spec(const Variant& v) {

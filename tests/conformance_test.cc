@@ -20,7 +20,7 @@ using namespace walbench::conformance;
 
 
 TEST_CASE("every strategy passes the verifier under stress", "[conformance]") {
-  const auto dir = std::filesystem::temp_directory_path() / "walbench-conformance";
+  const auto dir = scratch_dir("walbench-conformance");
   for (const Variant& v : all_variants()) {
     for (int mode = 0; mode < 4; ++mode) {
       CellSpec spec = stress_spec(v);

@@ -60,7 +60,7 @@ bool has_stat(const nlohmann::json& lock_stats, const char* key) {
 }  // namespace
 
 TEST_CASE("every strategy passes the verifier with lock-free buffer init", "[conformance]") {
-  const auto dir = std::filesystem::temp_directory_path() / "walbench-policies-conformance";
+  const auto dir = scratch_dir("walbench-policies-conformance");
   int n = 0;
   for (const Variant& v : all_variants()) {
     // One stress cell per variant; the four commit/storage modes rotate over the variants.
