@@ -25,9 +25,9 @@
 //     SemaphoreSpinLockWord: the word is an index into 128 pooled PgSemaphores assigned
 //     round-robin at construction, so unrelated spinlocks may share one; TAS = try_wait, S_UNLOCK =
 //     post, TAS_SPIN = TAS and SPIN_DELAY() does nothing (no PAUSE); the s_lock backoff loop
-//     (spins_per_delay tries, then 1 ms.. sleeps) stays. Without
-//     kSemaphoreSpinlocks the slock_t stays TasSpinLockWord<Base>: the *native* TAS, even when
-//     atomics are emulated (PostgreSQL's slock_t never goes through pg_atomic_*).
+//     (spins_per_delay tries, then 1 ms.. sleeps) stays. Without kSemaphoreSpinlocks the slock_t
+//     stays TasSpinLockWord<Base>: the *native* TAS, even when atomics are emulated
+//     (PostgreSQL's slock_t never goes through pg_atomic_*).
 //   The four combinations are what make_cell.h dispatches to; native/native is Base itself
 //   (ThreadsPlatform), not EmulatedPlatform<Base, false, false>, so it costs nothing.
 //
@@ -38,7 +38,8 @@
 //   on, so no post makes a system call. PgSemaphore models exactly that on a Base::Atomic (so a
 //   simulated platform sees every access). Base::Semaphore would be wrong here: on threads it is
 //   libstdc++'s counting_semaphore, whose release from zero always makes a futex system call
-//   (measured: a 5x slowdown of a single uncontended client that PostgreSQL does not have).
+//   (measured here: one uncontended insert_locks client ran 6x slower with it, a cost that
+//   PostgreSQL's --disable-spinlocks build does not have).
 //
 // DEVIATIONS FROM POSTGRESQL (deliberate, and why)
 //   - PostgreSQL embeds one slock_t in every emulated atomic (same cache line as the value); we
@@ -70,8 +71,8 @@
 //       pool lock held, so they are totally ordered and none is lost (fetch_add totals are exact;
 //       CAS succeeds iff the value equals `expected` under the lock).
 //   EA2 A pool lock is a leaf: nothing is taken, waited on or posted while it is held, except the
-//       value's own Base operations. Hence atomics nested inside any spinlock, LWLock wait-list
-//       lock or another atomic's critical section cannot self-deadlock.
+//       value's own Base operations. Hence an atomic operation done while holding any spinlock
+//       or LWLock wait-list lock cannot self-deadlock, and pool locks never nest.
 //   EA3 Semaphore spinlocks and the atomics pool use disjoint semaphore sets (128 + 64), so a
 //       client holding a semaphore spinlock never waits for its own semaphore inside an atomic
 //       operation (PostgreSQL's reason for NUM_ATOMICS_SEMAPHORES).
