@@ -3,6 +3,8 @@
 // harness/config.cc accepts and configs/README.md documents.
 #include "harness/list.h"
 
+#include "core/platform/sim.h"
+
 #include <algorithm>
 #include <ostream>
 #include <sstream>
@@ -201,6 +203,30 @@ std::vector<Entry> workload_entries() {
   };
 }
 
+// The simulated machine: every SimConfig key with the default preset's value (sources of each
+// default: the table at the top of core/platform/sim.h).
+Entry sim_entry() {
+  Entry e{"sim", "walbench simulator (core/platform/sim.h), deterministic virtual time",
+          "one fiber per client on a simulated many-core machine: cache-line transfers, RMW "
+          "serialisation, run queue and time slices, semaphore wake latency, copy/CRC/storage "
+          "bandwidth; same config and seed give identical results on any machine",
+          {}};
+  e.rows.push_back({"preset", "string", "\"icelake_2s\"",
+                    absl::StrJoin(SimConfig::preset_names(), " | "),
+                    "base machine; the keys below override it"});
+  const nlohmann::json d = SimConfig{}.to_json();
+  for (auto it = d.begin(); it != d.end(); ++it) {
+    if (it.key() == "kind" || it.key() == "preset") continue;
+    const std::string type = it.value().is_string() ? "string"
+                             : it.value().is_boolean() ? "bool"
+                             : it.value().is_number_integer() || it.value().is_number_unsigned()
+                                 ? "int"
+                                 : "number";
+    e.rows.push_back({it.key(), type, it.value().dump(), "", "see core/platform/sim.h"});
+  }
+  return e;
+}
+
 std::vector<Entry> platform_entries() {
   const PlatformSpec d;
   return {
@@ -217,6 +243,7 @@ std::vector<Entry> platform_entries() {
             "is one of 128 semaphores assigned round-robin, TAS = trylock, no PAUSE; emulated "
             "atomics then use a separate set of 64 semaphores"},
        }},
+      sim_entry(),
   };
 }
 
