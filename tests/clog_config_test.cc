@@ -92,7 +92,7 @@ TEST_CASE("workload names and the transactional rule", "[clog][config]") {
   CHECK(t.problem.find("always transactional") != std::string::npos);
 }
 
-TEST_CASE("--set reaches the clog section", "[clog][config]") {
+TEST_CASE("a --set override reaches the clog section", "[clog][config]") {
   OJson c = OJson::parse(R"({"strategy": "single_lock"})");
   apply_override(c, "clog.strategy=clog_group_update");
   apply_override(c, "clog.clog_buffers=16");
