@@ -407,6 +407,14 @@ const std::vector<FieldDef>& field_defs() {
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.workload.client_overhead_us = want_number(v, w, 0, false, 1e7);
        }},
+      {"workload", "payload_ns_per_byte",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.workload.payload_ns_per_byte = want_number(v, w, 0, false, 1e6);
+       }},
+      {"workload", "client_overhead_jitter",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.workload.client_overhead_jitter = want_number(v, w, 0, false, 1);
+       }},
       {"clog", "strategy",
        [](CellSpec& c, const OJson& v, const Where& w) { parse_clog_strategy(c.clog, v, w); }},
       {"clog", "clog_buffers",
@@ -730,7 +738,17 @@ void parse_sim_platform(PlatformSpec& p, const OJson& v, const Where& w,
     whole["kind"] = "sim";
     (void)SimConfig::from_json(whole, w.path);
   } catch (const std::exception& e) {
-    fail(w, e.what(), "simulated machine parameters (configs/README.md, platform \"sim\")");
+    // SimConfig's messages start with the key's pointer ("/platform/cores: must be ...", or
+    // "/platform/preset: presets/x.json: /cores: ..." for a preset file): report that pointer
+    // as the error's JSON path, so a --set that put the value there is named.
+    std::string msg = e.what();
+    Where at = w;
+    const size_t colon = msg.find(": ");
+    if (msg.rfind(w.path + "/", 0) == 0 && colon != std::string::npos) {
+      at.path = msg.substr(0, colon);
+      msg = msg.substr(colon + 2);
+    }
+    fail(at, msg, "simulated machine parameters (configs/README.md, platform \"sim\")");
   }
   p.kind = "sim";
   p.sim = std::move(sim);
@@ -1106,7 +1124,10 @@ void apply_override(nlohmann::ordered_json& config, const std::string& assignmen
       throw ConfigError(arg, "", "\"description\" has no sub-keys", "--set description=TEXT");
   } else {  // a section
     if (parts.size() > 1) {
-      const auto allowed = section_keys(top);
+      auto allowed = section_keys(top);
+      if (top == "platform")  // the simulated machine's keys (checked again when parsed)
+        for (const std::string& k : SimConfig::json_keys())
+          if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) allowed.push_back(k);
       if (std::find(allowed.begin(), allowed.end(), parts[1]) == allowed.end())
         unknown(parts[1], allowed, "/" + top + "/" + escape_pointer(parts[1]));
       const bool size_part = top == "workload" && parts[1] == "record_size" && parts.size() == 3;

@@ -155,6 +155,15 @@ std::vector<Entry> clog_entries() {
 std::vector<Entry> workload_entries() {
   const WorkloadSpec d;
   const auto b = [](bool x) { return std::string(x ? "true" : "false"); };
+  const Row jitter_row{
+      "client_overhead_jitter", "number", fmt_num(d.client_overhead_jitter), "0..1",
+      "each statement's work is drawn uniformly from client_overhead_us x [1-j, 1+j] "
+      "(per-client seeded: deterministic); 0: every statement takes exactly the mean, which on "
+      "the simulated platform lets clients march in lockstep"};
+  const std::vector<Row> overhead_rows = {
+      {"client_overhead_us", "number", fmt_num(d.client_overhead_us), "0..10000000",
+       "per-statement work outside any lock"},
+      jitter_row};
   return {
       {"emit_message",
        "PostgreSQL's SELECT pg_logical_emit_message(true, 'test', repeat('0', N)), one statement "
@@ -175,6 +184,10 @@ std::vector<Entry> workload_entries() {
             "per-statement work outside any lock, in microseconds (parse, execute, network "
             "round trip): sets how much of a transaction contends; emit_message has one "
             "statement per transaction"},
+           jitter_row,
+           {"payload_ns_per_byte", "number", fmt_num(d.payload_ns_per_byte), "0..1000000",
+            "work per message byte outside any lock, in ns (the backend building the payload: "
+            "repeat(), datum copies), on top of client_overhead_us"},
        }},
       {"simple_update",
        "pgbench -N (simple-update) in WAL terms, PostgreSQL 15 record sizes (PROTOCOLS.md "
@@ -182,24 +195,21 @@ std::vector<Entry> workload_entries() {
        "BEGIN; UPDATE pgbench_accounts: Heap2/PRUNE 68 B (p 0.6), then Heap/HOT_UPDATE 72 B or "
        "(p 0.3) Heap/UPDATE 180 B + Btree/INSERT_LEAF 64 B; SELECT; INSERT INTO pgbench_history: "
        "Heap/INSERT 80 B; END: COMMIT 34 B, flush (synchronous_commit), CLOG update",
-       {{"client_overhead_us", "number", fmt_num(d.client_overhead_us), "0..10000000",
-         "per-statement work outside any lock"}}},
+       overhead_rows},
       {"tpcb_like",
        "pgbench's default TPC-B-like script in WAL terms, PostgreSQL 15 record sizes "
        "(PROTOCOLS.md section 7): 7 statements, mean 434 B/txn (measured 434)",
        "BEGIN; UPDATE pgbench_accounts (as simple_update); SELECT; UPDATE pgbench_tellers: "
        "Heap/HOT_UPDATE 72 B; UPDATE pgbench_branches: Heap/LOCK 59 B (p 0.2) + Heap/HOT_UPDATE "
        "72 B; INSERT INTO pgbench_history: Heap/INSERT 80 B; END: COMMIT 34 B, flush, CLOG",
-       {{"client_overhead_us", "number", fmt_num(d.client_overhead_us), "0..10000000",
-         "per-statement work outside any lock"}}},
+       overhead_rows},
       {"savepoints",
        "the SELECT ... FOR UPDATE script with three savepoints (subtransactions in CLOG; "
        "thread \"Speed up Clog Access by increasing CLOG buffers\", Kapila 2015-17)",
        "BEGIN; SELECT ... FOR UPDATE: top-level xid, Heap/LOCK 59 B; 3 x (SAVEPOINT; SELECT ... "
        "FOR UPDATE: a subtransaction xid, Heap/LOCK 59 B); END: COMMIT 54 B (3 subxacts), "
        "flush, the tree's status set with the parent's (<= 5 subxids: group path); 290 B/txn",
-       {{"client_overhead_us", "number", fmt_num(d.client_overhead_us), "0..10000000",
-         "per-statement work outside any lock"}}},
+       overhead_rows},
   };
 }
 
@@ -212,8 +222,11 @@ Entry sim_entry() {
           "bandwidth; same config and seed give identical results on any machine",
           {}};
   e.rows.push_back({"preset", "string", "\"icelake_2s\"",
-                    absl::StrJoin(SimConfig::preset_names(), " | "),
-                    "base machine; the keys below override it"});
+                    absl::StrJoin(SimConfig::preset_names(), " | ") + " | FILE.json",
+                    "base machine; the keys below override it. FILE.json: a preset file "
+                    "(presets/README.md), looked up as given (relative to the current "
+                    "directory), then in the repository's presets/; `walbench calibrate` "
+                    "writes one for this machine"});
   const nlohmann::json d = SimConfig{}.to_json();
   for (auto it = d.begin(); it != d.end(); ++it) {
     if (it.key() == "kind" || it.key() == "preset") continue;

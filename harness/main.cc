@@ -25,7 +25,9 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "harness/calibrate.h"
 #include "harness/config.h"
+#include "harness/fidelity.h"
 #include "harness/list.h"
 #include "harness/report.h"
 #include "harness/runner.h"
@@ -48,6 +50,9 @@ constexpr const char* kFooter =
     "  walbench run configs/insert-locks.json --set run.duration_s=120 -o long.json\n"
     "  walbench report results/2025-01-01-myhost-quick.json\n"
     "  walbench compare base.json new.json       per-cell tps change, NEW/BASE - 1\n"
+    "  walbench compare r.json --reference ../shared/reference/insert-locks-fsync-off.csv\n"
+    "                                            shapes, peaks, winners vs a published table\n"
+    "  walbench calibrate -o presets/myhost.json measure this machine as a sim preset file\n"
     "\n"
     "Configs live in configs/*.json; every key, its default and the matrix rules are in\n"
     "configs/README.md. `walbench SUBCOMMAND --help` shows a subcommand's options.\n"
@@ -229,13 +234,83 @@ int real_main(int argc, char** argv) {
 
   // compare
   std::string cmp_base, cmp_new;
+  FidelityOptions fid;
   CLI::App* compare = app.add_subcommand(
-      "compare", "compare two result files cell by cell (NEW/BASE - 1 of the median tps)");
-  compare->add_option("BASE", cmp_base, "baseline result file")->required()->type_name("FILE");
-  compare->add_option("NEW", cmp_new, "result file to compare against BASE")
+      "compare",
+      "compare two result files cell by cell (NEW/BASE - 1 of the median tps), or one result "
+      "file with a published table (--reference)");
+  compare->add_option("BASE", cmp_base, "baseline result file (with --reference: the result file)")
       ->required()
       ->type_name("FILE");
-  compare->footer("Example: walbench compare results/base.json results/new.json");
+  compare->add_option("NEW", cmp_new, "result file to compare against BASE (not with --reference)")
+      ->type_name("FILE");
+  CLI::Option* cmp_ref =
+      compare
+          ->add_option("--reference", fid.reference_path,
+                       "published table (variant,clients,...,tps CSV, ../shared/reference/) to "
+                       "hold the result's shapes, peaks and winners against")
+          ->type_name("CSV");
+  CLI::Option* cmp_fix =
+      compare
+          ->add_option("--fix", fid.fixes,
+                       "compare one slice: keep the CSV rows (and result cells) with COLUMN=VALUE, "
+                       "for a column the result's matrix lacks (tables=permanent); repeatable")
+          ->expected(1)
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+          ->type_name("COLUMN=VALUE");
+  CLI::Option* cmp_variant =
+      compare
+          ->add_option("--variant", fid.renames,
+                       "compare the result's LABEL as the CSV's VARIANT; repeatable")
+          ->expected(1)
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+          ->type_name("LABEL=VARIANT");
+  CLI::Option* cmp_baseline =
+      compare
+          ->add_option("--baseline", fid.baseline,
+                       "the variant the others are divided by (default: the first of exactly two)")
+          ->type_name("VARIANT");
+  CLI::Option* cmp_tie =
+      compare
+          ->add_option("--tie-pct", fid.tie_pct,
+                       "ratios within 1 +- this percentage are a tie (default 5)")
+          ->check(CLI::Range(0.0, 99.999))
+          ->type_name("PCT");
+  CLI::Option* cmp_json =
+      compare->add_option("--json", fid.json_path, "also write the comparison as JSON (atomically)")
+          ->type_name("FILE");
+  compare->footer(
+      "Examples:\n"
+      "  walbench compare results/base.json results/new.json\n"
+      "  walbench compare sim.json --reference ../shared/reference/insert-locks-fsync-off.csv\n"
+      "  walbench compare r.json --reference ../shared/reference/xloginsert-scale-32core.csv "
+      "--fix tables=permanent\n"
+      "With --reference, cells match rows by label (or --variant), clients and the matrix keys "
+      "named like the other CSV columns (workload.record_size -> record_size); absolute tps are "
+      "shown, not scored. Exit status: 0 the comparison was made (mismatches are findings); 2 bad "
+      "input or no overlapping cells.");
+
+  // calibrate
+  CalibrateOptions cal;
+  std::string cal_output, cal_fsync = ".";
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate",
+      "measure this machine's latencies and bandwidths; write them as a sim preset file");
+  calibrate->add_option("-o,--output", cal_output, "preset file to write (default: print it)")
+      ->type_name("FILE");
+  calibrate
+      ->add_option("--fsync-path", cal_fsync,
+                   "directory for the fsync and write-bandwidth measurements (a temporary file, "
+                   "removed); none skips them (default: the current directory)")
+      ->type_name("DIR");
+  calibrate->add_option("--name", cal.name, "machine name for the description (default: host name)")
+      ->type_name("NAME");
+  calibrate->add_flag("--quick", cal.quick, "fewer repetitions: under 5 s instead of under 30 s");
+  calibrate->footer(
+      "Example: walbench calibrate -o presets/myhost.json, then in a config\n"
+      "  \"platform\": {\"kind\": \"sim\", \"preset\": \"myhost.json\", \"cores\": 64}\n"
+      "Measures cache-line transfers, atomics, semaphore wake-ups, context switches, memcpy/CRC "
+      "bandwidth and fsync (presets/README.md); each figure is printed with its spread on stderr.");
 
   // CLI11 would call an unknown subcommand "a subcommand is required"; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
@@ -269,7 +344,26 @@ int real_main(int argc, char** argv) {
   }
   if (*validate) return validate_command(val_configs, val_sets);
   if (*report) return report_command(report_path, std::cout, std::cerr);
-  if (*compare) return compare_command(cmp_base, cmp_new, std::cout, std::cerr);
+  if (*calibrate) {
+    cal.fsync_dir = cal_fsync == "none" ? "" : cal_fsync;
+    return calibrate_command(cal, cal_output, std::cout, std::cerr);
+  }
+  if (*compare) {
+    if (cmp_ref->count() == 0) {
+      for (const CLI::Option* o : {cmp_fix, cmp_variant, cmp_baseline, cmp_tie, cmp_json})
+        if (o->count() > 0)
+          return fail("compare: " + o->get_name() + " needs --reference (see walbench compare --help)");
+      if (cmp_new.empty())
+        return fail("compare: NEW is required: compare BASE NEW, or RESULT --reference CSV (see "
+                    "walbench compare --help)");
+      return compare_command(cmp_base, cmp_new, std::cout, std::cerr);
+    }
+    if (!cmp_new.empty())
+      return fail("compare: --reference compares one result file with a table; got a second file " +
+                  cmp_new + " (see walbench compare --help)");
+    fid.result_path = cmp_base;
+    return fidelity_command(fid, std::cout, std::cerr);
+  }
   return fail("no subcommand (see walbench --help)");
 }
 

@@ -33,16 +33,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The matrix value naming the variant: config.cc maps the "strategy" key to the label.
-bool is_label_value(const json& v, const std::string& label) {
-  if (v.is_string()) return v.get<std::string>() == label;
-  if (v.is_object() && v.contains("label") && v["label"].is_string())
-    return v["label"].get<std::string>() == label;
-  return false;
-}
-
-std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
 // One cell of a result file, as the tables see it.
 struct CellView {
   std::string label;
@@ -91,36 +81,6 @@ T get_or(const json& obj, const char* key, T fallback) {
   }
 }
 
-std::string footer_of(const json& cell, const json& matrix_rest) {
-  const json& w = member_or_null(cell, "workload");
-  const json& c = member_or_null(cell, "commit");
-  const json& wal = member_or_null(cell, "wal");
-  const json& p = member_or_null(cell, "platform");
-  const json& r = member_or_null(cell, "run");
-
-  std::vector<std::string> attrs;
-  if (get_or<bool>(w, "transactional", true))
-    attrs.push_back(get_or<bool>(c, "synchronous_commit", true) ? "synchronous_commit=on"
-                                                                : "synchronous_commit=off");
-  else
-    attrs.push_back("non-transactional");
-  const double overhead = get_or<double>(w, "client_overhead_us", 0.0);
-  if (overhead > 0) attrs.push_back(absl::StrFormat("client_overhead_us=%g", overhead));
-  std::string s = "workload " + get_or<std::string>(w, "name", "?") + " (";
-  for (size_t i = 0; i < attrs.size(); ++i) s += (i ? ", " : "") + attrs[i];
-  s += ")";
-
-  const std::string storage = get_or<std::string>(wal, "storage", "?");
-  s += ", storage " + storage;
-  if (storage == "file") s += get_or<bool>(wal, "fsync", true) ? " (fsync on)" : " (fsync off)";
-  s += ", platform " + get_or<std::string>(p, "kind", "?");
-  const uint64_t reps = get_or<uint64_t>(r, "repetitions", 1);
-  s += absl::StrFormat(", %d repetition%s x %g s, median tps", reps, reps == 1 ? "" : "s",
-                       get_or<double>(r, "duration_s", 0.0));
-  for (const auto& [k, v] : matrix_rest.items()) s += ", " + k + "=" + value_text(v);
-  return s;
-}
-
 std::vector<CellView> views_of(const json& doc) {
   std::vector<CellView> views;
   for (const json& cell : doc["cells"]) {
@@ -154,7 +114,7 @@ std::vector<CellView> views_of(const json& doc) {
     key["workload"] = w;
     key["matrix"] = v.matrix_rest;
     v.group_key = key.dump();
-    v.footer = footer_of(cell, v.matrix_rest);
+    v.footer = setup_line(cell, v.matrix_rest);
     v.match_key = v.label + '\x1f' + std::to_string(v.clients) + '\x1f' + matrix.dump();
     views.push_back(std::move(v));
   }
@@ -221,40 +181,92 @@ std::string render_group(const Group& g, const std::vector<CellView>& views, Cel
     for (uint64_t c : clients) rows.emplace_back(label, c);
   }
 
-  std::vector<std::string> row_names;
+  std::vector<std::string> header{""};
+  header.insert(header.end(), columns.begin(), columns.end());
   std::vector<std::vector<std::string>> body;
   for (const auto& [label, clients] : rows) {
-    row_names.push_back(absl::StrFormat("%s_%d_clients", label, clients));
-    std::vector<std::string> line;
+    std::vector<std::string> line{absl::StrFormat("%s_%d_clients", label, clients)};
     for (const auto& col : columns) {
       const auto it = g.slot.find(std::make_tuple(label, clients, col));
       line.push_back(it == g.slot.end() ? "-" : text(it->second));
     }
     body.push_back(std::move(line));
   }
-
-  size_t name_w = 0;
-  for (const auto& r : row_names) name_w = std::max(name_w, r.size());
-  std::vector<size_t> col_w(columns.size());
-  for (size_t c = 0; c < columns.size(); ++c) {
-    col_w[c] = columns[c].size();
-    for (const auto& line : body) col_w[c] = std::max(col_w[c], line[c].size());
-  }
-  std::string s = std::string(name_w, ' ');
-  for (size_t c = 0; c < columns.size(); ++c)
-    s += "  " + std::string(col_w[c] - columns[c].size(), ' ') + columns[c];
-  s += '\n';
-  for (size_t r = 0; r < rows.size(); ++r) {
-    s += row_names[r] + std::string(name_w - row_names[r].size(), ' ');
-    for (size_t c = 0; c < columns.size(); ++c)
-      s += "  " + std::string(col_w[c] - body[r][c].size(), ' ') + body[r][c];
-    s += '\n';
-  }
+  std::string s = render_table(header, body);
   s += g.footer + '\n';
   return s;
 }
 
 }  // namespace
+
+bool is_label_value(const json& v, const std::string& label) {
+  if (v.is_string()) return v.get<std::string>() == label;
+  if (v.is_object() && v.contains("label") && v["label"].is_string())
+    return v["label"].get<std::string>() == label;
+  return false;
+}
+
+std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+std::string setup_line(const json& cell, const json& matrix_rest) {
+  const json& w = member_or_null(cell, "workload");
+  const json& c = member_or_null(cell, "commit");
+  const json& wal = member_or_null(cell, "wal");
+  const json& p = member_or_null(cell, "platform");
+  const json& r = member_or_null(cell, "run");
+
+  std::vector<std::string> attrs;
+  if (get_or<bool>(w, "transactional", true))
+    attrs.push_back(get_or<bool>(c, "synchronous_commit", true) ? "synchronous_commit=on"
+                                                                : "synchronous_commit=off");
+  else
+    attrs.push_back("non-transactional");
+  const double overhead = get_or<double>(w, "client_overhead_us", 0.0);
+  if (overhead > 0) attrs.push_back(absl::StrFormat("client_overhead_us=%g", overhead));
+  const double jitter = get_or<double>(w, "client_overhead_jitter", 0.0);
+  if (jitter > 0) attrs.push_back(absl::StrFormat("client_overhead_jitter=%g", jitter));
+  const double per_byte = get_or<double>(w, "payload_ns_per_byte", 0.0);
+  if (per_byte > 0) attrs.push_back(absl::StrFormat("payload_ns_per_byte=%g", per_byte));
+  std::string s = "workload " + get_or<std::string>(w, "name", "?") + " (";
+  for (size_t i = 0; i < attrs.size(); ++i) s += (i ? ", " : "") + attrs[i];
+  s += ")";
+
+  const std::string storage = get_or<std::string>(wal, "storage", "?");
+  s += ", storage " + storage;
+  if (storage == "file") s += get_or<bool>(wal, "fsync", true) ? " (fsync on)" : " (fsync off)";
+  s += ", platform " + get_or<std::string>(p, "kind", "?");
+  const uint64_t reps = get_or<uint64_t>(r, "repetitions", 1);
+  s += absl::StrFormat(", %d repetition%s x %g s, median tps", reps, reps == 1 ? "" : "s",
+                       get_or<double>(r, "duration_s", 0.0));
+  for (const auto& [k, v] : matrix_rest.items()) s += ", " + k + "=" + value_text(v);
+  return s;
+}
+
+std::string render_table(const std::vector<std::string>& header,
+                         const std::vector<std::vector<std::string>>& rows) {
+  const size_t ncols = header.size();
+  std::vector<size_t> width(ncols, 0);
+  auto widen = [&](const std::vector<std::string>& line) {
+    for (size_t c = 0; c < ncols && c < line.size(); ++c) width[c] = std::max(width[c], line[c].size());
+  };
+  widen(header);
+  for (const auto& line : rows) widen(line);
+  auto render_line = [&](const std::vector<std::string>& line) {
+    std::string s;
+    for (size_t c = 0; c < ncols; ++c) {
+      const std::string& cell = c < line.size() ? line[c] : std::string();
+      if (c == 0)
+        s += cell + std::string(width[0] - cell.size(), ' ');
+      else
+        s += "  " + std::string(width[c] - cell.size(), ' ') + cell;
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();  // a table of one column
+    return s + '\n';
+  };
+  std::string s = render_line(header);
+  for (const auto& line : rows) s += render_line(line);
+  return s;
+}
 
 json load_result_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

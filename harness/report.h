@@ -20,6 +20,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,5 +42,24 @@ int report_command(const std::string& result_path, std::ostream& out, std::ostre
 // Returns 0; throws UsageError for a bad file.
 int compare_command(const std::string& base, const std::string& next, std::ostream& out,
                     std::ostream& err);
+
+// Helpers shared with `walbench compare --reference` (harness/fidelity.cc).
+
+// Whether the matrix value `v` names the variant `label` (config.cc maps the "strategy" matrix
+// key to the label: a string, or an object with "label").
+bool is_label_value(const nlohmann::json& v, const std::string& label);
+
+// A matrix or config value as the tables print it: a string bare, anything else as JSON.
+std::string value_text(const nlohmann::json& v);
+
+// The line under a table: workload, storage, platform, repetitions x duration of `cell`, then
+// ", key=value" for each member of `matrix_rest`.
+std::string setup_line(const nlohmann::json& cell, const nlohmann::json& matrix_rest);
+
+// The report layout: the first column left-aligned and padded, every other column
+// right-aligned, two spaces between columns, no trailing spaces; `header` first (its first
+// entry, usually empty, heads the row names), then one line per row.
+std::string render_table(const std::vector<std::string>& header,
+                         const std::vector<std::vector<std::string>>& rows);
 
 }  // namespace walbench

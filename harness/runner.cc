@@ -599,7 +599,9 @@ nlohmann::json to_json(const WorkloadSpec& w) {
           {"record_size", w.record_size.to_json()},
           {"record_size_label", w.record_size.label()},
           {"transactional", w.transactional},
-          {"client_overhead_us", w.client_overhead_us}};
+          {"client_overhead_us", w.client_overhead_us},
+          {"client_overhead_jitter", w.client_overhead_jitter},
+          {"payload_ns_per_byte", w.payload_ns_per_byte}};
 }
 
 nlohmann::json to_json(const RunSpec& r) {

@@ -39,7 +39,8 @@ struct WalSpec {
   uint32_t wal_buffers = 2048;          // pages in the ring (PG default for shared_buffers >= 512 MB: 16 MiB)
   std::string storage = "memory";       // "memory" | "file"
   std::string path;                     // directory for "file" storage (created if missing)
-  bool fsync = true;                    // "file": fdatasync on flush
+  bool fsync = true;                    // PG's fsync: off, a flush syncs nothing (no fdatasync
+                                        // with "file", no device latency on the sim)
   std::string buffer_init = "mapping_lock";  // "mapping_lock" (WALBufMappingLock) | "lockfree" (bc22dc0e0d)
 };
 
@@ -65,6 +66,8 @@ struct WorkloadSpec {
   SizeSpec record_size;                 // emit_message: message length N; 55+N / 58+N bytes
   bool transactional = true;            // commit record + flush (when synchronous_commit) + CLOG
   double client_overhead_us = 0;        // per-statement work outside any lock
+  double client_overhead_jitter = 0;    // each statement's work: uniform in mean x [1-j, 1+j]
+  double payload_ns_per_byte = 0;       // emit_message: work per message byte outside any lock
 };
 
 struct RunSpec {

@@ -200,6 +200,7 @@ class WalCell final : public CellRun {
         st.storage = make_memory_storage(geom_);
       }
       st.wal = std::make_unique<WalT>(geom_, spec.wal.wal_buffers, *st.storage, procs_, args...);
+      st.wal->set_fsync(spec.wal.fsync);
       streams_.push_back(std::move(st));
     }
     const uint32_t max_len =
@@ -423,12 +424,14 @@ class WalCell final : public CellRun {
 
   // One client's transaction in progress.
   struct Txn {
-    Txn(Proc<P>& m, WalT& w, PerClient& c, uint64_t overhead)
-        : me(m), wal(w), pc(c), overhead_ns(overhead) {}
+    Txn(Proc<P>& m, WalT& w, PerClient& c, uint64_t overhead, double jitter)
+        : me(m), wal(w), pc(c), overhead_ns(overhead),
+          jitter_span_ns(static_cast<uint64_t>(2.0 * jitter * static_cast<double>(overhead))) {}
     Proc<P>& me;
     WalT& wal;
     PerClient& pc;
     uint64_t overhead_ns;
+    uint64_t jitter_span_ns;  // statement work is overhead_ns - span/2 + uniform[0, span]
     uint64_t bytes = 0;       // reserved WAL bytes of this transaction
     Xid xid = kInvalidXid;    // top-level xid once assigned
     uint32_t nsub = 0;
@@ -440,7 +443,8 @@ class WalCell final : public CellRun {
   template <WorkloadKind W>
   void run_loop(uint32_t client, RunControl& ctl) {
     Txn t{procs_[static_cast<int32_t>(client)], *streams_[private_ ? client : 0].wal,
-          per_client_[client], static_cast<uint64_t>(spec_.workload.client_overhead_us * 1000.0)};
+          per_client_[client], static_cast<uint64_t>(spec_.workload.client_overhead_us * 1000.0),
+          spec_.workload.client_overhead_jitter};
     ClientCounters& counters = ctl.counters[client];
     while (!ctl.stop.load(std::memory_order_relaxed)) {
       const uint64_t t0 = P::now_ns();
@@ -494,7 +498,9 @@ class WalCell final : public CellRun {
     const WorkloadSpec& w = spec_.workload;
     statement(t);
     if (w.transactional) assign_top(t);
-    insert_record(t, kRmLogicalMsg, 0, emit_message_record_size(draw_size(w.record_size, t.me)), t.xid);
+    const uint32_t n = draw_size(w.record_size, t.me);
+    if (w.payload_ns_per_byte > 0) P::work(static_cast<uint64_t>(w.payload_ns_per_byte * n));
+    insert_record(t, kRmLogicalMsg, 0, emit_message_record_size(n), t.xid);
     if (w.transactional) commit(t);
   }
 
@@ -513,7 +519,10 @@ class WalCell final : public CellRun {
   // ---- Transaction steps shared by the workloads. ----
 
   void statement(Txn& t) {
-    if (t.overhead_ns) P::work(t.overhead_ns);
+    if (t.jitter_span_ns)
+      P::work(t.overhead_ns - t.jitter_span_ns / 2 + t.me.next_random() % (t.jitter_span_ns + 1));
+    else if (t.overhead_ns)
+      P::work(t.overhead_ns);
   }
 
   bool chance(Txn& t, uint32_t permille) { return t.me.next_random() % 1000 < permille; }

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <boost/context/protected_fixedsize_stack.hpp>
+#include <cerrno>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -87,8 +90,19 @@ std::string did_you_mean(const std::string& key, const std::vector<std::string>&
   return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 
+// Where a key sits, for messages: "<path>.<key>" under a dotted path ("f.json: platform.cores"),
+// "<path>/<key>" under a JSON Pointer ("/platform/cores") or inside a preset file, whose path
+// ends in ": " ("presets/x.json: /cores").
+std::string key_path(const std::string& path, const std::string& key) {
+  if (key.empty()) return path;
+  if (path.empty()) return key;
+  if (path.front() == '/' || path.ends_with(": ")) return path + "/" + key;
+  return path + "." + key;
+}
+
 [[noreturn]] void config_error(const std::string& path, const std::string& key, const std::string& what) {
-  throw std::invalid_argument(path + (key.empty() ? "" : "." + key) + ": " + what);
+  const std::string where = key_path(path, key);
+  throw std::invalid_argument(where.ends_with(": ") ? where + what : where + ": " + what);
 }
 
 template <class T>
@@ -122,18 +136,18 @@ nlohmann::json SimConfig::to_json() const {
   return j;
 }
 
-SimConfig SimConfig::from_json(const nlohmann::json& j, const std::string& path) {
-  if (!j.is_object()) config_error(path, "", "expected an object, got " + j.dump());
-  SimConfig c;
-  if (auto it = j.find("preset"); it != j.end()) {
-    if (!it->is_string()) config_error(path, "preset", "expected a string");
-    try {
-      c = preset(it->get<std::string>());
-    } catch (const std::invalid_argument& e) {
-      config_error(path, "preset", e.what());
-    }
+namespace {
+
+// The keys of a SimConfig object (from_json's loop), applied over `c`. In a preset file
+// (`in_file`) the documentation keys "description" (a string) and "sources" (a string, or an
+// object from SimConfig keys to strings) are accepted and ignored; "preset" is handled by the
+// caller.
+void apply_keys(SimConfig& c, const nlohmann::json& j, const std::string& path, bool in_file) {
+  std::vector<std::string> keys = all_keys();
+  if (in_file) {
+    keys.emplace_back("description");
+    keys.emplace_back("sources");
   }
-  const std::vector<std::string> keys = all_keys();
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& key = it.key();
     const nlohmann::json& v = it.value();
@@ -148,6 +162,24 @@ SimConfig SimConfig::from_json(const nlohmann::json& j, const std::string& path)
       else config_error(path, key, "expected \"spread\" or \"compact\", got " + v.dump());
       continue;
     }
+    if (in_file && key == "description") {
+      if (!v.is_string()) config_error(path, key, "expected a string, got " + v.dump());
+      continue;
+    }
+    if (in_file && key == "sources") {
+      if (v.is_string()) continue;
+      if (!v.is_object())
+        config_error(path, key, "expected a string or an object, got " + v.dump());
+      const std::vector<std::string> params = all_keys();
+      for (auto s = v.begin(); s != v.end(); ++s) {
+        const std::string at = key_path(path, "sources/" + s.key());
+        if (std::find(params.begin(), params.end(), s.key()) == params.end())
+          config_error(at, "", "not a machine parameter" + did_you_mean(s.key(), params));
+        if (!s.value().is_string())
+          config_error(at, "", "expected a string, got " + s.value().dump());
+      }
+      continue;
+    }
 #define WALBENCH_SIM_FROM_JSON(f) \
   if (key == #f) {                \
     read_field(v, path, key, c.f); \
@@ -157,6 +189,105 @@ SimConfig SimConfig::from_json(const nlohmann::json& j, const std::string& path)
 #undef WALBENCH_SIM_FROM_JSON
     config_error(path, key, "unknown key" + did_you_mean(key, keys));
   }
+}
+
+bool is_preset_file(const std::string& name) { return name.ends_with(".json"); }
+
+// Where a preset file named `name` is: `name` itself (absolute, or relative to the current
+// directory), else, for a relative name, <repository>/presets/<name>. "" if neither exists.
+std::string find_preset_file(const std::string& name, std::vector<std::string>* tried) {
+  std::vector<std::string> candidates = {name};
+#ifdef WALBENCH_PRESETS_DIR
+  if (!name.empty() && name.front() != '/')
+    candidates.push_back(std::string(WALBENCH_PRESETS_DIR) + "/" + name);
+#endif
+  for (const std::string& f : candidates) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(f, ec)) return f;
+    tried->push_back(f);
+  }
+  return "";
+}
+
+// A preset file: a JSON object of SimConfig keys (plus "description" and "sources"), over the
+// defaults or over the builtin preset it names; it may not name another file. `where` names the
+// "preset" key; errors inside the file read "<where>: <file>: /<key>: <problem>".
+SimConfig load_preset_file(const std::string& name, const std::string& where) {
+  std::vector<std::string> tried;
+  const std::string file = find_preset_file(name, &tried);
+  if (file.empty()) {
+    std::string list;
+    for (const std::string& t : tried) list += (list.empty() ? "" : ", ") + t;
+    config_error(where, "", "preset file \"" + name + "\" not found (looked for " + list + ")");
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in.is_open())
+    config_error(where, "", "cannot read preset file " + file + " (" + std::strerror(errno) + ")");
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string at = where + ": " + file + ": ";
+  nlohmann::json j;
+  std::string duplicate;
+  try {
+    // Duplicate top-level keys: nlohmann keeps the last one silently; refuse them.
+    std::vector<std::string> seen;
+    using Event = nlohmann::json::parse_event_t;
+    j = nlohmann::json::parse(text.str(), [&](int depth, Event e, nlohmann::json& v) {
+      if (depth == 1 && e == Event::key) {
+        const std::string k = v.get<std::string>();
+        const bool again = std::find(seen.begin(), seen.end(), k) != seen.end();
+        if (again && duplicate.empty()) duplicate = k;
+        seen.push_back(k);
+      }
+      return true;
+    });
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string detail = e.what();
+    const size_t p = detail.find("parse error");
+    if (p != std::string::npos) detail = detail.substr(p);
+    config_error(at, "", "invalid JSON: " + detail);
+  }
+  if (!j.is_object())
+    config_error(at, "", "expected a JSON object of machine parameters, got " + j.dump());
+  if (!duplicate.empty()) config_error(at, duplicate, "duplicate key");
+  SimConfig c;
+  if (auto it = j.find("preset"); it != j.end()) {
+    if (!it->is_string())
+      config_error(at, "preset", "expected a builtin preset name, got " + it->dump());
+    const std::string base = it->get<std::string>();
+    if (is_preset_file(base))
+      config_error(at, "preset",
+                   "a preset file may name a builtin preset, not another file (\"" + base + "\")");
+    try {
+      c = SimConfig::preset(base);
+    } catch (const std::invalid_argument& e) {
+      config_error(at, "preset", e.what());
+    }
+  }
+  apply_keys(c, j, at, /*in_file=*/true);
+  c.validate(at);
+  return c;
+}
+
+}  // namespace
+
+SimConfig SimConfig::from_json(const nlohmann::json& j, const std::string& path) {
+  if (!j.is_object()) config_error(path, "", "expected an object, got " + j.dump());
+  SimConfig c;
+  if (auto it = j.find("preset"); it != j.end()) {
+    if (!it->is_string()) config_error(path, "preset", "expected a string");
+    const std::string name = it->get<std::string>();
+    if (is_preset_file(name)) {
+      c = load_preset_file(name, key_path(path, "preset"));
+    } else {
+      try {
+        c = preset(name);
+      } catch (const std::invalid_argument& e) {
+        config_error(path, "preset", e.what());
+      }
+    }
+  }
+  apply_keys(c, j, path, /*in_file=*/false);
   c.validate(path);
   return c;
 }
@@ -182,6 +313,8 @@ void SimConfig::validate(const std::string& path) const {
   need(storage_write_bytes_per_ns >= 0, "storage_write_bytes_per_ns", "must be >= 0 (0 = instant)");
   need(stack_kib >= 64, "stack_kib", "must be >= 64");
 }
+
+std::vector<std::string> SimConfig::json_keys() { return all_keys(); }
 
 std::vector<std::string> SimConfig::preset_names() {
   return {"icelake_2s", "cascadelake_2s", "milan_2s", "milan_1s", "coffeelake_1s"};
@@ -218,7 +351,7 @@ SimConfig SimConfig::preset(const std::string& name) {
   std::string list;
   for (const std::string& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown sim preset '" + name + "'" + did_you_mean(name, preset_names()) +
-                              "; known: " + list);
+                              "; known: " + list + ", or a file NAME.json (presets/README.md)");
 }
 
 void SimConfig::set_storage(const std::string& name) {

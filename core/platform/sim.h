@@ -197,13 +197,24 @@ struct SimConfig {
   // JSON: every key above (placement as "spread"/"compact"). from_json starts from the defaults,
   // or from {"preset": NAME} if present, applies the other keys, rejects unknown ones (with a
   // "did you mean") and validates; "kind": "sim" is accepted and ignored. Errors throw
-  // std::invalid_argument naming path_for_errors and the key.
+  // std::invalid_argument naming path_for_errors and the key ("<path>.<key>", or
+  // "<path>/<key>" when path_for_errors is a JSON Pointer such as "/platform").
+  // PRESET FILES (presets/README.md): a NAME ending in ".json" is a file, looked up as given
+  // (absolute, or relative to the current working directory), then, if the name is relative and
+  // not found there, in the repository's presets/ directory (WALBENCH_PRESETS_DIR, fixed at build
+  // time). The file is an object of the keys above plus "description" (a string) and "sources"
+  // (a string, or an object from keys above to strings), both ignored; it may name a builtin
+  // preset as its own base, but not another file (one level). Its keys are validated like
+  // inline ones; then the object's other keys override them. Errors inside the file read
+  // "<path>/preset: <file>: /<key>: <problem>".
   nlohmann::json to_json() const;
   static SimConfig from_json(const nlohmann::json& j, const std::string& path_for_errors);
   // Named machines from the core-to-core-latency tables: "icelake_2s" (the defaults),
-  // "cascadelake_2s", "milan_2s", "milan_1s", "skylake_client". Throws std::invalid_argument.
+  // "cascadelake_2s", "milan_2s", "milan_1s", "coffeelake_1s". Throws std::invalid_argument.
   static SimConfig preset(const std::string& name);
   static std::vector<std::string> preset_names();
+  // Every key a sim platform object may hold ("kind", "preset", "placement" and the fields).
+  static std::vector<std::string> json_keys();
   // Storage models: "nvme" (the defaults), "tmpfs" (page cache only: memcpy bandwidth, no
   // device latency). Throws std::invalid_argument.
   void set_storage(const std::string& name);

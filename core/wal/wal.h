@@ -176,6 +176,8 @@ class Wal {
         buffer_init_(buffer_init),
         buf_mapping_lock_(&procs, WaitEvent::kWalBufMapping),
         init_cv_(procs, WaitEvent::kWalBufferInit),
+        num_procs_(procs.size()),
+        lf_pages_by_proc_(new PageCount[procs.size()]),
         wal_write_lock_(&procs, WaitEvent::kWalWrite),
         info_lck_(WaitEvent::kInfoSpin) {}
 
@@ -185,10 +187,16 @@ class Wal {
   uint32_t num_buffers() const { return num_buffers_; }
   Storage& storage() { return storage_; }
   BufferInit buffer_init() const { return buffer_init_; }
+  // PostgreSQL's fsync GUC: off, a flush makes the WAL "flushed" without issue_xlog_fsync (no
+  // storage sync, no simulated device latency). Set before the clients start.
+  void set_fsync(bool on) { fsync_ = on; }
   // After the run (no client active).
   const WalCounters& counters() const {
     if (buffer_init_ == BufferInit::kLockFree)
-      counters_.pages_initialised = lf_pages_initialised_.load(std::memory_order_relaxed);
+    {
+      counters_.pages_initialised = 0;
+      for (uint32_t i = 0; i < num_procs_; ++i) counters_.pages_initialised += lf_pages_by_proc_[i].n;
+    }
     return counters_;
   }
   // Inspection for tests and instrumentation (racy while clients run, but each value is read
@@ -348,7 +356,7 @@ class Wal {
       P::copy(dst, header, geom_.header_size(Lsn{new_start}));
       P::memory_barrier();
       xlblock(slot).store(new_start + page);  // seq_cst: ordered before the CAS below
-      lf_pages_initialised_.fetch_add(1, std::memory_order_relaxed);
+      ++lf_pages_by_proc_[static_cast<uint32_t>(me.id.value)].n;
       // 6: the CAS chain (BI5).
       uint64_t begin = new_start;
       uint64_t end = new_start + page;
@@ -443,10 +451,12 @@ class Wal {
       me.clear_wait();
     }
     if (flush && log_flush_result_.load() < log_write_result_.load()) {
-      me.set_wait(WaitEvent::kWalIoSync);
-      storage_.sync();
-      charge_storage_sync<P>();
-      ++counters_.fsyncs;
+      if (fsync_) {
+        me.set_wait(WaitEvent::kWalIoSync);
+        storage_.sync();
+        charge_storage_sync<P>();
+        ++counters_.fsyncs;
+      }
       log_flush_result_.store(log_write_result_.load());
       me.clear_wait();
     }
@@ -470,6 +480,7 @@ class Wal {
   Storage& storage_;
 
   const BufferInit buffer_init_;
+  bool fsync_ = true;
   alignas(128) LWLock<P> buf_mapping_lock_;
   typename P::template Shared<uint64_t> initialized_upto_{0};
   // kLockFree (BI1-BI6): each hot word on its own line (our choice: no false sharing between
@@ -477,14 +488,20 @@ class Wal {
   alignas(128) typename P::template Atomic<uint64_t> initialize_reserved_{0};
   alignas(128) typename P::template Atomic<uint64_t> initialized_upto_lf_{0};
   alignas(128) ConditionVariable<P> init_cv_;
-  std::atomic<uint64_t> lf_pages_initialised_{0};  // instrumentation, outside P
+  // Instrumentation (PostgreSQL has no such counter): pages each client initialised, one
+  // padded slot per procno written only by its owner, so counting adds no shared traffic.
+  struct alignas(64) PageCount {
+    uint64_t n = 0;
+  };
+  const uint32_t num_procs_;
+  std::unique_ptr<PageCount[]> lf_pages_by_proc_;
   alignas(128) LWLock<P> wal_write_lock_;
   alignas(128) SpinLock<P> info_lck_;
   typename P::template Shared<uint64_t> logwrt_rqst_write_{0};
   typename P::template Shared<uint64_t> async_xact_lsn_{0};
   alignas(128) typename P::template Atomic<uint64_t> log_write_result_{0};
   typename P::template Atomic<uint64_t> log_flush_result_{0};
-  mutable WalCounters counters_;  // mutable: counters() folds in lf_pages_initialised_
+  mutable WalCounters counters_;  // mutable: counters() folds in lf_pages_by_proc_
 };
 
 }  // namespace walbench

@@ -1,0 +1,846 @@
+// `walbench compare RESULT --reference REF.csv`; what is matched and scored is described in
+// fidelity.h, the JSON layout in harness/RESULTS.md ("Fidelity comparison files").
+#include "harness/fidelity.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "harness/config.h"
+#include "harness/report.h"
+#include "harness/runner.h"
+
+namespace walbench {
+
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+constexpr int kFidelityVersion = 1;
+
+[[noreturn]] void bad(const std::string& what) { throw UsageError(what); }
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::string in_quotes_text(const std::string& s) { return "\"" + s + "\""; }
+
+// A whole string as a finite double.
+std::optional<double> parse_number(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  const char* begin = s.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(begin, &end);
+  if (end != begin + s.size() || errno == ERANGE || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// The same value written two ways ("16" and "16.0" are the same number).
+bool same_value(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  const auto x = parse_number(a), y = parse_number(b);
+  return x && y && *x == *y;
+}
+
+std::string last_component(const std::string& key) {
+  const auto dot = key.rfind('.');
+  return dot == std::string::npos ? key : key.substr(dot + 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference CSV
+
+std::vector<std::string> split_csv_line(const std::string& line, const std::string& where) {
+  std::vector<std::string> fields;
+  std::string cur;
+  bool in_quotes = false, was_quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_quotes) {
+      if (c == '"') {
+        if (i + 1 < line.size() && line[i + 1] == '"') {
+          cur += '"';
+          ++i;
+        } else {
+          in_quotes = false;
+        }
+      } else {
+        cur += c;
+      }
+    } else if (c == '"' && trim(cur).empty() && !was_quoted) {
+      in_quotes = was_quoted = true;
+      cur.clear();
+    } else if (c == ',') {
+      fields.push_back(was_quoted ? cur : trim(cur));
+      cur.clear();
+      was_quoted = false;
+    } else if (was_quoted) {
+      if (c != ' ' && c != '\t' && c != '\r') bad(where + ": text after a closing quote");
+    } else {
+      cur += c;
+    }
+  }
+  if (in_quotes) bad(where + ": unterminated quote");
+  fields.push_back(was_quoted ? cur : trim(cur));
+  return fields;
+}
+
+// "record_size=16 tables=permanent"; "all rows" without series columns.
+std::string series_name(const std::vector<std::string>& columns, const std::vector<std::string>& values) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < columns.size() && i < values.size(); ++i)
+    parts.push_back(columns[i] + "=" + values[i]);
+  return parts.empty() ? "all rows" : absl::StrJoin(parts, " ");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Result cells as the comparison sees them
+
+struct Point {
+  size_t cell = 0;            // index in /cells
+  std::string label;          // the cell's label
+  std::string variant;        // label after --variant renames
+  uint64_t clients = 0;
+  std::vector<std::string> values;  // per series column: the CSV's spelling when it matched one
+  bool in_reference_series = true;  // false: some value is not in the (sliced) CSV
+  std::string why_not;        // set when the cell cannot be placed at all
+  bool ok = false;            // ok and a summary.tps_median
+  double tps = 0;
+  std::string error;
+};
+
+std::string clients_list(const std::vector<uint64_t>& clients) {
+  std::vector<std::string> parts;
+  for (uint64_t c : clients) parts.push_back(std::to_string(c));
+  return absl::StrJoin(parts, " ");
+}
+
+std::string fmt_tps(double v) { return std::to_string(std::llround(v)); }
+std::string fmt_ratio(const ojson& v) { return v.is_number() ? absl::StrFormat("%.2f", v.get<double>()) : "-"; }
+
+// Index of the highest tps (the first of equals).
+size_t argmax(const std::vector<double>& v) {
+  size_t best = 0;
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i] > v[best]) best = i;
+  return best;
+}
+
+// "KEY=VALUE" with both sides non-empty.
+std::pair<std::string, std::string> split_assignment(const std::string& s, const std::string& option,
+                                                     const std::string& form) {
+  const auto eq = s.find('=');
+  if (eq == std::string::npos || trim(s.substr(0, eq)).empty() || trim(s.substr(eq + 1)).empty())
+    bad(absl::StrFormat("compare: %s %s: expected %s", option, s, form));
+  return {trim(s.substr(0, eq)), trim(s.substr(eq + 1))};
+}
+
+std::string winner_of(double ratio, double tie, const std::string& other, const std::string& baseline) {
+  if (ratio > 1 + tie) return other;
+  if (ratio < 1 - tie) return baseline;
+  return "tie";
+}
+
+}  // namespace
+
+ReferenceTable load_reference_csv(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) bad(path + ": cannot read reference table: " + std::strerror(errno));
+  ReferenceTable t;
+  t.path = path;
+  std::string line;
+  size_t lineno = 0;
+  std::vector<std::string> header;
+  size_t i_variant = 0, i_clients = 0, i_tps = 0;
+  std::vector<size_t> i_series;
+  std::map<std::tuple<std::string, std::vector<std::string>, uint64_t>, size_t> seen;  // -> line
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (lineno == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 BOM
+    if (trim(line).empty()) continue;
+    const std::string where = absl::StrFormat("%s:%d", path, lineno);
+    std::vector<std::string> fields = split_csv_line(line, where);
+    if (header.empty()) {
+      header = fields;
+      std::map<std::string, size_t> index;
+      for (size_t i = 0; i < header.size(); ++i) {
+        if (header[i].empty()) bad(absl::StrFormat("%s: header column %d has no name", where, i + 1));
+        if (!index.emplace(header[i], i).second) bad(where + ": header names column " + in_quotes_text(header[i]) + " twice");
+      }
+      std::vector<std::string> missing;
+      for (const char* need : {"variant", "clients", "tps"})
+        if (!index.count(need)) missing.push_back(need);
+      if (!missing.empty())
+        bad(absl::StrFormat("%s: header lacks column%s %s; a reference table needs variant, clients "
+                            "and tps (the header has %s)",
+                            where, missing.size() == 1 ? "" : "s", absl::StrJoin(missing, ", "),
+                            absl::StrJoin(header, ", ")));
+      i_variant = index["variant"];
+      i_clients = index["clients"];
+      i_tps = index["tps"];
+      for (size_t i = 0; i < header.size(); ++i)
+        if (i != i_variant && i != i_clients && i != i_tps) {
+          i_series.push_back(i);
+          t.series_columns.push_back(header[i]);
+        }
+      continue;
+    }
+    if (fields.size() != header.size())
+      bad(absl::StrFormat("%s: expected %d fields (%s), found %d", where, header.size(),
+                          absl::StrJoin(header, ","), fields.size()));
+    ReferenceTable::Row row;
+    row.line = lineno;
+    row.variant = fields[i_variant];
+    if (row.variant.empty()) bad(where + ": column \"variant\" is empty");
+    const std::string& c = fields[i_clients];
+    const bool digits = !c.empty() && c.size() < 19 &&
+                        std::all_of(c.begin(), c.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    if (!digits || std::stoull(c) == 0)
+      bad(absl::StrFormat("%s: column \"clients\": expected a positive integer, found \"%s\"", where, c));
+    row.clients = std::stoull(c);
+    const auto tps = parse_number(fields[i_tps]);
+    if (!tps || *tps < 0)
+      bad(absl::StrFormat("%s: column \"tps\": expected a non-negative number, found \"%s\"", where,
+                          fields[i_tps]));
+    row.tps = *tps;
+    for (size_t i : i_series) row.values.push_back(fields[i]);
+    const auto [it, fresh] = seen.emplace(std::make_tuple(row.variant, row.values, row.clients), lineno);
+    if (!fresh)
+      bad(absl::StrFormat("%s: duplicate row: variant=%s clients=%d%s (first at line %d)", where, row.variant,
+                          row.clients, row.values.empty() ? "" : " " + series_name(t.series_columns, row.values),
+                          it->second));
+    t.rows.push_back(std::move(row));
+  }
+  if (in.bad()) bad(path + ": cannot read reference table: " + std::strerror(errno));
+  if (header.empty()) bad(path + ": the reference table is empty; expected a header with variant, clients and tps");
+  if (t.rows.empty()) bad(path + ": the reference table has a header but no rows");
+  return t;
+}
+
+ojson fidelity_compare(const json& result, const ReferenceTable& ref, const FidelityOptions& opts) {
+  const std::string& rpath = opts.result_path;
+  const json& cells = result.at("cells");
+  if (!(opts.tie_pct >= 0 && opts.tie_pct < 100))
+    bad(absl::StrFormat("compare: --tie-pct %g: expected a percentage in [0, 100)", opts.tie_pct));
+  const double tie = opts.tie_pct / 100;
+
+  // --variant renames.
+  std::map<std::string, std::string> rename;
+  ojson renames_json = ojson::object();
+  for (const auto& r : opts.renames) {
+    const auto [from, to] = split_assignment(r, "--variant", "RESULT_LABEL=CSV_VARIANT");
+    if (!rename.emplace(from, to).second) bad("compare: --variant renames " + in_quotes_text(from) + " twice");
+    renames_json[from] = to;
+  }
+
+  // The matrix keys of the result, by last path component.
+  std::map<std::string, std::set<std::string>> matrix_keys;  // last component -> full keys
+  std::map<std::string, std::vector<std::string>> key_values;  // full key -> distinct value texts
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const json& cell = cells[i];
+    if (!cell.contains("matrix") || cell["matrix"].is_null()) continue;
+    if (!cell["matrix"].is_object())
+      bad(absl::StrFormat("%s: /cells/%d/matrix: expected an object", rpath, i));
+    const std::string label = cell["label"].get<std::string>();
+    for (const auto& [k, v] : cell["matrix"].items()) {
+      if (k == "clients" || k == "strategy" || is_label_value(v, label)) continue;
+      matrix_keys[last_component(k)].insert(k);
+      auto& vals = key_values[k];
+      if (std::find(vals.begin(), vals.end(), value_text(v)) == vals.end()) vals.push_back(value_text(v));
+    }
+  }
+  for (const auto& [last, keys] : matrix_keys)
+    if (keys.size() > 1)
+      bad(absl::StrFormat("%s: matrix keys %s all end in \"%s\"; a CSV column cannot tell them apart",
+                          rpath, absl::StrJoin(keys, " and "), last));
+  auto key_names = [&] {
+    std::vector<std::string> names;
+    for (const auto& [last, keys] : matrix_keys) names.push_back(*keys.begin());
+    return names.empty() ? std::string("none besides strategy and clients") : absl::StrJoin(names, ", ");
+  };
+
+  // CSV column values (in file order) to name in errors.
+  auto csv_values = [&](size_t col, const std::vector<const ReferenceTable::Row*>& rows) {
+    std::vector<std::string> vals;
+    for (const auto* row : rows)
+      if (std::find(vals.begin(), vals.end(), row->values[col]) == vals.end()) vals.push_back(row->values[col]);
+    return vals;
+  };
+  std::vector<const ReferenceTable::Row*> rows;
+  for (const auto& row : ref.rows) rows.push_back(&row);
+  auto column_index = [&](const std::string& name) -> std::optional<size_t> {
+    for (size_t i = 0; i < ref.series_columns.size(); ++i)
+      if (ref.series_columns[i] == name) return i;
+    return std::nullopt;
+  };
+
+  // --fix: slice the CSV and/or the result.
+  std::map<std::string, std::string> fixed;           // column or matrix key name -> value
+  std::map<std::string, std::string> fixed_spelling;  // CSV column -> the value as the CSV has it
+  ojson fixed_json = ojson::object();
+  for (const auto& f : opts.fixes) {
+    const auto [col, value] = split_assignment(f, "--fix", "COLUMN=VALUE");
+    if (col == "variant" || col == "clients" || col == "tps")
+      bad("compare: --fix " + f + ": " + col + " is what is compared; fix another column");
+    const auto ci = column_index(col);
+    if (!ci && !matrix_keys.count(col))
+      bad(absl::StrFormat("compare: --fix %s: \"%s\" is neither a column of %s (%s) nor a matrix key "
+                          "of %s (%s)",
+                          f, col, ref.path,
+                          ref.series_columns.empty() ? "only variant, clients, tps"
+                                                     : absl::StrJoin(ref.series_columns, ", "),
+                          rpath, key_names()));
+    if (!fixed.emplace(col, value).second) bad("compare: --fix names " + in_quotes_text(col) + " twice");
+    fixed_json[col] = value;
+    if (ci) {
+      const std::vector<std::string> before = csv_values(*ci, rows);
+      std::vector<const ReferenceTable::Row*> kept;
+      for (const auto* row : rows)
+        if (same_value(row->values[*ci], value)) kept.push_back(row);
+      if (kept.empty())
+        bad(absl::StrFormat("compare: --fix %s: no row of %s has %s=%s (its values: %s)", f, ref.path,
+                            col, value, absl::StrJoin(before, ", ")));
+      fixed_spelling[col] = kept.front()->values[*ci];  // "16" for --fix record_size=16.0
+      rows = std::move(kept);
+    }
+  }
+
+  // Every CSV column is a matrix key or fixed; every matrix key is a CSV column or fixed.
+  for (size_t i = 0; i < ref.series_columns.size(); ++i) {
+    const std::string& col = ref.series_columns[i];
+    if (!fixed.count(col) && !matrix_keys.count(col))
+      bad(absl::StrFormat("%s: column \"%s\" is not a matrix key of %s (its keys: %s); compare one "
+                          "slice with --fix %s=VALUE (values: %s)",
+                          ref.path, col, rpath, key_names(), col, absl::StrJoin(csv_values(i, rows), ", ")));
+  }
+  for (const auto& [last, keys] : matrix_keys) {
+    if (column_index(last) || fixed.count(last)) continue;
+    const std::string& key = *keys.begin();
+    bad(absl::StrFormat("%s: matrix key %s has no column in %s; compare one slice with --fix %s=VALUE "
+                        "(values: %s)",
+                        rpath, key, ref.path, last, absl::StrJoin(key_values[key], ", ")));
+  }
+
+  // Place every result cell.
+  std::vector<Point> points;
+  size_t left_out_by_fix = 0;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const json& cell = cells[i];
+    const json matrix = cell.contains("matrix") && cell["matrix"].is_object() ? cell["matrix"] : json::object();
+    std::map<std::string, std::pair<std::string, const json*>> by_last;  // last -> (key, value)
+    for (const auto& [k, v] : matrix.items()) by_last[last_component(k)] = {k, &v};
+    // The texts that a CSV value may equal for this matrix value.
+    auto texts_of = [&](const std::string& last) {
+      std::vector<std::string> texts{value_text(*by_last[last].second)};
+      if (last == "record_size" && cell.contains("workload") && cell["workload"].is_object() &&
+          cell["workload"].contains("record_size_label") && cell["workload"]["record_size_label"].is_string())
+        texts.push_back(cell["workload"]["record_size_label"].get<std::string>());
+      return texts;
+    };
+    auto value_matches = [&](const std::string& last, const std::string& csv) {
+      for (const auto& t : texts_of(last))
+        if (same_value(t, csv)) return true;
+      return false;
+    };
+
+    bool in_slice = true;
+    for (const auto& [col, value] : fixed)
+      if (matrix_keys.count(col) && (!by_last.count(col) || !value_matches(col, value))) in_slice = false;
+    if (!in_slice) {
+      ++left_out_by_fix;
+      continue;
+    }
+
+    Point p;
+    p.cell = i;
+    p.label = cell["label"].get<std::string>();
+    p.variant = rename.count(p.label) ? rename[p.label] : p.label;
+    p.clients = cell["clients"].get<uint64_t>();
+    for (size_t c = 0; c < ref.series_columns.size(); ++c) {
+      const std::string& col = ref.series_columns[c];
+      if (fixed.count(col)) {
+        p.values.push_back(fixed_spelling[col]);
+        continue;
+      }
+      if (!by_last.count(col)) {
+        p.values.push_back("?");
+        p.why_not = "its matrix has no " + col;
+        continue;
+      }
+      std::string spelled;
+      for (const auto& v : csv_values(c, rows))
+        if (value_matches(col, v)) {
+          spelled = v;
+          break;
+        }
+      if (spelled.empty()) {
+        p.in_reference_series = false;
+        spelled = value_text(*by_last[col].second);
+      }
+      p.values.push_back(spelled);
+    }
+    p.ok = cell["ok"].get<bool>();
+    const json* summary = cell.contains("summary") ? &cell["summary"] : nullptr;
+    if (p.ok && summary && summary->is_object() && summary->contains("tps_median") &&
+        (*summary)["tps_median"].is_number()) {
+      p.tps = (*summary)["tps_median"].get<double>();
+    } else {
+      if (p.ok) p.error = "no summary.tps_median";
+      p.ok = false;
+    }
+    if (!p.ok && p.error.empty())
+      p.error = cell.contains("error") && cell["error"].is_string() ? cell["error"].get<std::string>() : "failed";
+    points.push_back(std::move(p));
+  }
+
+  // Series, variants in CSV order; the reference tps of each point.
+  std::vector<std::vector<std::string>> series;
+  std::vector<std::string> variants;
+  std::map<std::tuple<std::string, std::vector<std::string>, uint64_t>, double> ref_tps;
+  std::map<std::pair<std::string, std::vector<std::string>>, std::vector<uint64_t>> ref_clients;
+  for (const auto* row : rows) {
+    if (std::find(series.begin(), series.end(), row->values) == series.end()) series.push_back(row->values);
+    if (std::find(variants.begin(), variants.end(), row->variant) == variants.end()) variants.push_back(row->variant);
+    ref_tps[{row->variant, row->values, row->clients}] = row->tps;
+    ref_clients[{row->variant, row->values}].push_back(row->clients);
+  }
+  for (auto& [k, v] : ref_clients) std::sort(v.begin(), v.end());
+
+  // Result side: the first ok cell of each (variant, series, clients) counts.
+  std::map<std::tuple<std::string, std::vector<std::string>, uint64_t>, const Point*> res;
+  std::set<std::tuple<std::string, std::vector<std::string>, uint64_t>> res_any;  // ok or failed
+  ojson failed = ojson::array();
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<uint64_t>> result_only;  // (label, series, why)
+  std::vector<std::tuple<std::string, std::string, std::string>> result_only_order;
+  auto add_result_only = [&](const Point& p, const std::string& why) {
+    const auto key = std::make_tuple(p.label, series_name(ref.series_columns, p.values), why);
+    if (!result_only.count(key)) result_only_order.push_back(key);
+    result_only[key].push_back(p.clients);
+  };
+  for (const Point& p : points) {
+    const auto key = std::make_tuple(p.variant, p.values, p.clients);
+    const bool known_variant = std::find(variants.begin(), variants.end(), p.variant) != variants.end();
+    if (!p.why_not.empty()) {
+      add_result_only(p, p.why_not);
+    } else if (!known_variant) {
+      add_result_only(p, rename.count(p.label)
+                             ? "renamed to " + p.variant + ", not a variant of the reference"
+                             : "not a variant of the reference; rename with --variant " + p.label + "=NAME");
+    } else if (!p.in_reference_series) {
+      add_result_only(p, "no such series in the reference");
+    } else if (!p.ok) {
+      failed.push_back({{"label", p.label},
+                        {"series", series_name(ref.series_columns, p.values)},
+                        {"clients", p.clients},
+                        {"error", p.error}});
+      res_any.insert(key);
+    } else if (!ref_tps.count(key)) {
+      add_result_only(p, "client count not in the reference");
+    } else if (res.count(key)) {
+      add_result_only(p, "a second cell for the same point (the first is compared)");
+    } else {
+      res[key] = &p;
+      res_any.insert(key);
+    }
+  }
+
+  // Curves.
+  struct Curve {
+    std::string variant, label;
+    std::vector<uint64_t> grid;
+    std::vector<double> ref, res;
+  };
+  std::vector<std::vector<Curve>> curves(series.size());
+  std::set<std::string> compared_variants;
+  ojson reference_only = ojson::array();
+  size_t overlapping = 0;
+  for (size_t s = 0; s < series.size(); ++s) {
+    for (const auto& v : variants) {
+      const auto it = ref_clients.find({v, series[s]});
+      if (it == ref_clients.end()) continue;
+      Curve c;
+      c.variant = v;
+      std::vector<uint64_t> missing;
+      for (uint64_t n : it->second) {
+        const auto key = std::make_tuple(v, series[s], n);
+        if (res.count(key)) {
+          c.grid.push_back(n);
+          c.ref.push_back(ref_tps[key]);
+          c.res.push_back(res[key]->tps);
+          if (c.label.empty()) c.label = res[key]->label;
+        } else if (!res_any.count(key)) {
+          missing.push_back(n);
+        }
+      }
+      if (!missing.empty())
+        reference_only.push_back({{"variant", v},
+                                  {"series", series_name(ref.series_columns, series[s])},
+                                  {"clients", missing}});
+      if (c.grid.empty()) continue;
+      overlapping += c.grid.size();
+      compared_variants.insert(v);
+      curves[s].push_back(std::move(c));
+    }
+  }
+  if (overlapping == 0) {
+    std::set<std::string> labels;
+    for (const Point& p : points) labels.insert(p.variant);
+    bad(absl::StrFormat("compare: no cell of %s matches a row of %s (reference variants: %s; result "
+                        "variants: %s%s); check --variant and --fix",
+                        rpath, ref.path, absl::StrJoin(variants, ", "),
+                        labels.empty() ? "none" : absl::StrJoin(labels, ", "),
+                        left_out_by_fix ? absl::StrFormat(", %d cells outside the --fix slice", left_out_by_fix) : ""));
+  }
+
+  // The ratio denominator.
+  std::string baseline;
+  std::string no_ratio_reason;
+  std::vector<std::string> compared;  // CSV order
+  for (const auto& v : variants)
+    if (compared_variants.count(v)) compared.push_back(v);
+  if (!opts.baseline.empty()) {
+    baseline = rename.count(opts.baseline) ? rename[opts.baseline] : opts.baseline;
+    if (!compared_variants.count(baseline))
+      bad(absl::StrFormat("compare: --baseline %s: not a compared variant (compared: %s)", opts.baseline,
+                          absl::StrJoin(compared, ", ")));
+  } else if (compared.size() == 2) {
+    baseline = compared[0];
+  } else if (compared.size() == 1) {
+    no_ratio_reason = "one variant";
+  } else {
+    no_ratio_reason = absl::StrFormat("%d variants; pick the denominator with --baseline", compared.size());
+  }
+
+  // Build the JSON.
+  ojson out = ojson::object();
+  out["fidelity_version"] = kFidelityVersion;
+  out["result"] = rpath;
+  out["reference"] = ref.path;
+  {
+    std::string setup;
+    for (const Point& p : points)
+      if (p.ok) {
+        setup = setup_line(cells[p.cell], json::object());
+        break;
+      }
+    out["result_setup"] = setup;
+  }
+  out["metric"] = "summary.tps_median";
+  out["tie_pct"] = opts.tie_pct;
+  out["renames"] = renames_json;
+  out["fixed"] = fixed_json;
+  out["columns"] = ref.series_columns;
+  out["variants"] = compared;
+  out["baseline"] = baseline.empty() ? ojson(nullptr) : ojson(baseline);
+  if (!no_ratio_reason.empty()) out["no_ratios"] = no_ratio_reason;
+
+  size_t peaks_matched = 0, peaks_scored = 0, winners_matched = 0, winners_scored = 0;
+  std::vector<std::string> mismatches;
+  ojson series_json = ojson::array();
+  for (size_t s = 0; s < series.size(); ++s) {
+    if (curves[s].empty()) continue;
+    const std::string name = series_name(ref.series_columns, series[s]);
+    ojson sj = ojson::object();
+    sj["name"] = name;
+    ojson values = ojson::object();
+    for (size_t c = 0; c < ref.series_columns.size(); ++c) values[ref.series_columns[c]] = series[s][c];
+    sj["values"] = values;
+    ojson curves_json = ojson::array();
+    for (const Curve& c : curves[s]) {
+      ojson cj = ojson::object();
+      cj["variant"] = c.variant;
+      cj["result_label"] = c.label;
+      cj["clients"] = c.grid;
+      cj["base_clients"] = c.grid[0];
+      ojson pts = ojson::array();
+      for (size_t k = 0; k < c.grid.size(); ++k) {
+        ojson pj = ojson::object();
+        pj["clients"] = c.grid[k];
+        pj["reference_tps"] = c.ref[k];
+        pj["result_tps"] = c.res[k];
+        pj["reference_shape"] = c.ref[0] > 0 ? ojson(c.ref[k] / c.ref[0]) : ojson(nullptr);
+        pj["result_shape"] = c.res[0] > 0 ? ojson(c.res[k] / c.res[0]) : ojson(nullptr);
+        pts.push_back(pj);
+      }
+      cj["points"] = pts;
+      // Peaks on the common grid, and over every client count of each side.
+      const size_t pr = argmax(c.ref), ps = argmax(c.res);
+      const size_t steps = pr > ps ? pr - ps : ps - pr;
+      ojson peak = ojson::object();
+      peak["reference"] = c.grid[pr];
+      peak["result"] = c.grid[ps];
+      peak["steps"] = steps;
+      const bool scored = c.grid.size() >= 3;
+      peak["match"] = scored ? ojson(steps <= 1) : ojson(nullptr);
+      {
+        const auto& all = ref_clients[{c.variant, series[s]}];
+        std::vector<double> tps;
+        for (uint64_t n : all) tps.push_back(ref_tps[{c.variant, series[s], n}]);
+        peak["reference_all"] = all[argmax(tps)];
+        std::vector<uint64_t> rc;
+        std::vector<double> rt;
+        for (const Point& p : points)
+          if (p.ok && p.why_not.empty() && p.in_reference_series && p.variant == c.variant && p.values == series[s] &&
+              std::find(rc.begin(), rc.end(), p.clients) == rc.end()) {
+            rc.push_back(p.clients);
+            rt.push_back(p.tps);
+          }
+        peak["result_all"] = rc[argmax(rt)];
+      }
+      cj["peak"] = peak;
+      if (scored) {
+        ++peaks_scored;
+        if (steps <= 1) {
+          ++peaks_matched;
+        } else {
+          mismatches.push_back(absl::StrFormat(
+              "peak %s %s: reference at %d clients, result at %d (%d steps apart on %s)", name, c.variant,
+              c.grid[pr], c.grid[ps], steps, clients_list(c.grid)));
+        }
+      }
+      curves_json.push_back(cj);
+    }
+    sj["curves"] = curves_json;
+
+    ojson ratios = ojson::array();
+    const Curve* base = nullptr;
+    for (const Curve& c : curves[s])
+      if (c.variant == baseline) base = &c;
+    if (base) {
+      for (const Curve& c : curves[s]) {
+        if (&c == base) continue;
+        ojson rj = ojson::object();
+        rj["variant"] = c.variant;
+        rj["baseline"] = baseline;
+        ojson pts = ojson::array();
+        for (size_t k = 0; k < c.grid.size(); ++k) {
+          const auto bk = std::find(base->grid.begin(), base->grid.end(), c.grid[k]);
+          if (bk == base->grid.end()) continue;
+          const size_t b = static_cast<size_t>(bk - base->grid.begin());
+          if (!(base->ref[b] > 0) || !(base->res[b] > 0)) continue;
+          const double rr = c.ref[k] / base->ref[b], sr = c.res[k] / base->res[b];
+          const std::string rw = winner_of(rr, tie, c.variant, baseline);
+          const std::string sw = winner_of(sr, tie, c.variant, baseline);
+          ojson pj = ojson::object();
+          pj["clients"] = c.grid[k];
+          pj["reference"] = rr;
+          pj["result"] = sr;
+          pj["reference_winner"] = rw;
+          pj["result_winner"] = sw;
+          pj["match"] = rw == sw;
+          pts.push_back(pj);
+          ++winners_scored;
+          if (rw == sw) {
+            ++winners_matched;
+          } else {
+            mismatches.push_back(absl::StrFormat(
+                "winner %s at %d client%s (%s / %s): reference %s (%.2f), result %s (%.2f)", name,
+                c.grid[k], c.grid[k] == 1 ? "" : "s", c.variant, baseline, rw, rr, sw, sr));
+          }
+        }
+        rj["points"] = pts;
+        if (!pts.empty()) ratios.push_back(rj);
+      }
+    }
+    sj["ratios"] = ratios;
+    series_json.push_back(sj);
+  }
+  out["series"] = series_json;
+
+  ojson summary = ojson::object();
+  summary["peaks_matched"] = peaks_matched;
+  summary["peaks_scored"] = peaks_scored;
+  summary["winners_matched"] = winners_matched;
+  summary["winners_scored"] = winners_scored;
+  summary["mismatches"] = mismatches;
+  out["summary"] = summary;
+  out["reference_only"] = reference_only;
+  ojson ro = ojson::array();
+  for (const auto& key : result_only_order) {
+    auto clients = result_only[key];
+    std::sort(clients.begin(), clients.end());
+    ro.push_back({{"label", std::get<0>(key)}, {"series", std::get<1>(key)}, {"clients", clients},
+                  {"why", std::get<2>(key)}});
+  }
+  out["result_only"] = ro;
+  out["failed"] = failed;
+  out["left_out_by_fix"] = left_out_by_fix;
+  return out;
+}
+
+std::string render_fidelity(const ojson& cmp) {
+  std::ostringstream o;
+  o << "compare: RESULT " << cmp["result"].get<std::string>() << " vs REFERENCE "
+    << cmp["reference"].get<std::string>() << '\n';
+  if (!cmp["result_setup"].get<std::string>().empty())
+    o << "result: " << cmp["result_setup"].get<std::string>() << '\n';
+  const double tie_pct = cmp["tie_pct"].get<double>();
+  o << absl::StrFormat(
+      "scored: where each curve peaks (within one step of the client grid both have) and which "
+      "variant wins (tie within %g%%); tps are shown, not scored\n",
+      tie_pct);
+  if (!cmp["renames"].empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : cmp["renames"].items()) parts.push_back(k + " as " + v.get<std::string>());
+    o << "variants: " << absl::StrJoin(parts, ", ") << '\n';
+  }
+  if (!cmp["fixed"].empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : cmp["fixed"].items()) parts.push_back(k + "=" + v.get<std::string>());
+    o << "slice: " << absl::StrJoin(parts, ", ");
+    if (cmp["left_out_by_fix"].get<size_t>() > 0)
+      o << absl::StrFormat(" (%d result cells outside it left out)", cmp["left_out_by_fix"].get<size_t>());
+    o << '\n';
+  }
+
+  for (const auto& s : cmp["series"]) {
+    o << '\n' << s["name"].get<std::string>() << '\n';
+    // Shapes.
+    std::vector<std::vector<std::string>> rows;
+    std::set<uint64_t> bases;
+    for (const auto& c : s["curves"]) {
+      bases.insert(c["base_clients"].get<uint64_t>());
+      for (const auto& p : c["points"])
+        rows.push_back({absl::StrFormat("%s_%d_clients", c["variant"].get<std::string>(), p["clients"].get<uint64_t>()),
+                        fmt_tps(p["reference_tps"].get<double>()), fmt_tps(p["result_tps"].get<double>()),
+                        fmt_ratio(p["reference_shape"]), fmt_ratio(p["result_shape"])});
+    }
+    o << render_table({"", "reference tps", "result tps", "reference shape", "result shape"}, rows);
+    if (bases.size() == 1) {
+      const uint64_t b = *bases.begin();
+      o << absl::StrFormat("shape: tps / tps of the same variant at %d client%s\n", b, b == 1 ? "" : "s");
+    } else {
+      std::vector<std::string> parts;
+      for (const auto& c : s["curves"])
+        parts.push_back(absl::StrFormat("%s at %d", c["variant"].get<std::string>(), c["base_clients"].get<uint64_t>()));
+      o << "shape: tps / tps of the same variant at its smallest common client count (" << absl::StrJoin(parts, ", ")
+        << ")\n";
+    }
+
+    // Peaks.
+    rows.clear();
+    std::set<std::vector<uint64_t>> grids;
+    for (const auto& c : s["curves"]) {
+      const auto& pk = c["peak"];
+      grids.insert(c["clients"].get<std::vector<uint64_t>>());
+      rows.push_back({c["variant"].get<std::string>(), std::to_string(pk["reference"].get<uint64_t>()),
+                      std::to_string(pk["result"].get<uint64_t>()), std::to_string(pk["steps"].get<uint64_t>()),
+                      pk["match"].is_null() ? "n/a" : pk["match"].get<bool>() ? "yes" : "no",
+                      std::to_string(pk["reference_all"].get<uint64_t>()),
+                      std::to_string(pk["result_all"].get<uint64_t>())});
+    }
+    o << '\n'
+      << render_table({"peak clients", "reference", "result", "steps", "match", "reference (all)", "result (all)"},
+                      rows);
+    if (grids.size() == 1) {
+      o << "client grid both have: " << clients_list(*grids.begin()) << '\n';
+    } else {
+      std::vector<std::string> parts;
+      for (const auto& c : s["curves"])
+        parts.push_back(c["variant"].get<std::string>() + " " + clients_list(c["clients"].get<std::vector<uint64_t>>()));
+      o << "client grids both have: " << absl::StrJoin(parts, "; ") << '\n';
+    }
+    o << "(all): the peak over every client count of that side alone; n/a: fewer than 3 common client counts\n";
+
+    // Ratios.
+    for (const auto& r : s["ratios"]) {
+      rows.clear();
+      for (const auto& p : r["points"])
+        rows.push_back({absl::StrFormat("%d_clients", p["clients"].get<uint64_t>()), fmt_ratio(p["reference"]),
+                        fmt_ratio(p["result"]), p["reference_winner"].get<std::string>(),
+                        p["result_winner"].get<std::string>(), p["match"].get<bool>() ? "yes" : "no"});
+      o << '\n'
+        << absl::StrFormat("ratio %s / %s (tie within %g%%)\n", r["variant"].get<std::string>(),
+                           r["baseline"].get<std::string>(), tie_pct)
+        << render_table({"", "reference", "result", "reference winner", "result winner", "match"}, rows);
+    }
+  }
+
+  // Summary.
+  const auto& sm = cmp["summary"];
+  o << "\nsummary\n";
+  std::vector<std::vector<std::string>> rows;
+  const size_t ps = sm["peaks_scored"].get<size_t>(), ws = sm["winners_scored"].get<size_t>();
+  rows.push_back({"peaks matched",
+                  ps ? absl::StrFormat("%d/%d", sm["peaks_matched"].get<size_t>(), ps)
+                     : std::string("n/a (no curve has 3 common client counts)")});
+  std::string winners;
+  if (ws)
+    winners = absl::StrFormat("%d/%d", sm["winners_matched"].get<size_t>(), ws);
+  else if (cmp.contains("no_ratios"))
+    winners = "n/a (" + cmp["no_ratios"].get<std::string>() + ")";
+  else
+    winners = "n/a (no client count where both variants ran)";
+  rows.push_back({"winners matched", winners});
+  for (const auto& r : rows) o << absl::StrFormat("%-17s%s\n", r[0] + ":", r[1]);
+  const auto& mm = sm["mismatches"];
+  if (mm.empty()) {
+    o << "mismatches: none\n";
+  } else {
+    o << absl::StrFormat("mismatches (%d):\n", mm.size());
+    for (const auto& m : mm) o << "  " << m.get<std::string>() << '\n';
+  }
+  auto count_clients = [](const ojson& list) {
+    size_t n = 0;
+    for (const auto& e : list) n += e["clients"].size();
+    return n;
+  };
+  if (!cmp["reference_only"].empty()) {
+    o << absl::StrFormat("reference points without a result cell (%d):\n", count_clients(cmp["reference_only"]));
+    for (const auto& e : cmp["reference_only"])
+      o << "  " << e["variant"].get<std::string>() << ' ' << e["series"].get<std::string>() << ": clients "
+        << clients_list(e["clients"].get<std::vector<uint64_t>>()) << '\n';
+  }
+  if (!cmp["result_only"].empty()) {
+    o << absl::StrFormat("result cells without a reference point (%d):\n", count_clients(cmp["result_only"]));
+    for (const auto& e : cmp["result_only"])
+      o << "  " << e["label"].get<std::string>() << ' ' << e["series"].get<std::string>() << ": clients "
+        << clients_list(e["clients"].get<std::vector<uint64_t>>()) << " (" << e["why"].get<std::string>() << ")\n";
+  }
+  if (!cmp["failed"].empty()) {
+    o << absl::StrFormat("failed result cells, not compared (%d):\n", cmp["failed"].size());
+    for (const auto& e : cmp["failed"])
+      o << absl::StrFormat("  %s %s, %d clients: %s\n", e["label"].get<std::string>(), e["series"].get<std::string>(),
+                           e["clients"].get<uint64_t>(), e["error"].get<std::string>());
+  }
+  return o.str();
+}
+
+int fidelity_command(const FidelityOptions& opts, std::ostream& out, std::ostream& /*err*/) {
+  const json result = load_result_file(opts.result_path);
+  const ReferenceTable ref = load_reference_csv(opts.reference_path);
+  const ojson cmp = fidelity_compare(result, ref, opts);
+  const std::string text = render_fidelity(cmp);
+  if (!opts.json_path.empty()) {
+    try {
+      write_file_atomically(opts.json_path, cmp.dump(1) + "\n");
+    } catch (const std::runtime_error& e) {
+      throw UsageError(std::string("compare --json: ") + e.what());
+    }
+  }
+  out << text;
+  return 0;
+}
+
+}  // namespace walbench

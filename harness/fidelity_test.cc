@@ -1,0 +1,574 @@
+// `walbench compare RESULT --reference REF.csv` on hand-written result files and tables: peaks
+// and winners where they are known, mismatches, the --fix slice, --variant renames, the exact
+// text layout (golden), the JSON file, and the one-line errors for bad input.
+#include "harness/fidelity.h"
+
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "harness/config.h"
+
+namespace walbench {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() /
+           ("walbench_fidelity_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string p = (path / name).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+};
+
+// A cell as runner.cc writes it, with the fields the comparison reads. tps < 0: a failed cell.
+// `matrix` is added to {strategy, clients}.
+json cell(const std::string& label, int clients, double tps, json matrix = json::object()) {
+  matrix["strategy"] = label;
+  matrix["clients"] = clients;
+  json c = {
+      {"index", 0},
+      {"label", label},
+      {"strategy", "insert_locks"},
+      {"clients", clients},
+      {"matrix", matrix},
+      {"platform", {{"kind", "sim"}}},
+      {"workload", {{"name", "emit_message"}, {"transactional", true}, {"client_overhead_us", 0}}},
+      {"wal", {{"storage", "memory"}}},
+      {"commit", {{"synchronous_commit", true}}},
+      {"run", {{"duration_s", 0.02}, {"repetitions", 1}}},
+      {"ok", tps >= 0},
+      {"error", tps >= 0 ? json(nullptr) : json("watchdog: no progress for 10.0 s")},
+      {"repetitions", json::array()},
+      {"summary", tps >= 0 ? json{{"repetitions", 1}, {"tps_median", tps}} : json(nullptr)},
+  };
+  if (matrix.contains("workload.record_size")) {
+    c["workload"]["record_size"] = matrix["workload.record_size"];
+    c["workload"]["record_size_label"] = matrix["workload.record_size"].dump();
+  }
+  return c;
+}
+
+json sized(const std::string& label, int clients, double tps, int record_size) {
+  return cell(label, clients, tps, {{"workload.record_size", record_size}});
+}
+
+std::string result_file(const json& cells) {
+  json doc = {{"context", {{"schema_version", 1}, {"walbench_version", "0.1.0"}}}, {"cells", cells}};
+  return doc.dump(1);
+}
+
+struct Run {
+  ojson cmp;
+  std::string text;
+};
+
+// Loads both files as the command does and compares them.
+Run compare(const std::string& result, const std::string& csv, FidelityOptions opts = {}) {
+  opts.result_path = result;
+  opts.reference_path = csv;
+  std::ostringstream out, err;
+  REQUIRE(fidelity_command(opts, out, err) == 0);
+  CHECK(err.str().empty());
+  const ReferenceTable ref = load_reference_csv(csv);
+  Run r;
+  r.cmp = fidelity_compare(nlohmann::json::parse(std::ifstream(result)), ref, opts);
+  r.text = out.str();
+  CHECK(r.text == render_fidelity(r.cmp));
+  return r;
+}
+
+// The message of the UsageError that `f` throws ("" if none).
+template <class F>
+std::string usage_error(F f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Two variants over clients 1-8 and two record sizes, where the result reproduces the table:
+// "waitlist" peaks at 4 clients for 16 B and at 8 for 1 KiB, "atomic" at 8; atomic wins from 4
+// clients on, ties below.
+const char* kTable =
+    "variant,clients,record_size,tps\n"
+    "waitlist,1,16,100\n"
+    "waitlist,2,16,190\n"
+    "waitlist,4,16,300\n"
+    "waitlist,8,16,200\n"
+    "atomic,1,16,101\n"
+    "atomic,2,16,192\n"
+    "atomic,4,16,400\n"
+    "atomic,8,16,500\n"
+    "waitlist,1,1024,50\n"
+    "waitlist,2,1024,90\n"
+    "waitlist,4,1024,150\n"
+    "waitlist,8,1024,160\n"
+    "atomic,1,1024,50\n"
+    "atomic,2,1024,91\n"
+    "atomic,4,1024,170\n"
+    "atomic,8,1024,240\n";
+
+json matching_cells() {
+  return json::array({
+      sized("waitlist", 1, 1000, 16), sized("waitlist", 2, 2000, 16), sized("waitlist", 4, 3500, 16),
+      sized("waitlist", 8, 2500, 16), sized("atomic", 1, 1010, 16), sized("atomic", 2, 1990, 16),
+      sized("atomic", 4, 4500, 16), sized("atomic", 8, 6000, 16), sized("waitlist", 1, 600, 1024),
+      sized("waitlist", 2, 1000, 1024), sized("waitlist", 4, 1500, 1024), sized("waitlist", 8, 1600, 1024),
+      sized("atomic", 1, 600, 1024), sized("atomic", 2, 1020, 1024), sized("atomic", 4, 1900, 1024),
+      sized("atomic", 8, 2900, 1024),
+  });
+}
+
+}  // namespace
+
+TEST_CASE("fidelity: known peaks and winners all match", "[fidelity]") {
+  TempDir dir;
+  const std::string result = dir.write("r.json", result_file(matching_cells()));
+  const std::string csv = dir.write("t.csv", kTable);
+  const Run r = compare(result, csv);
+
+  CHECK(r.cmp["variants"] == ojson::array({"waitlist", "atomic"}));
+  CHECK(r.cmp["baseline"] == "waitlist");  // the first of exactly two, in CSV order
+  REQUIRE(r.cmp["series"].size() == 2);
+  const ojson& s16 = r.cmp["series"][0];
+  CHECK(s16["name"] == "record_size=16");
+  const ojson& waitlist = s16["curves"][0];
+  CHECK(waitlist["variant"] == "waitlist");
+  CHECK(waitlist["clients"] == ojson::array({1, 2, 4, 8}));
+  CHECK(waitlist["peak"]["reference"] == 4);
+  CHECK(waitlist["peak"]["result"] == 4);
+  CHECK(waitlist["peak"]["match"] == true);
+  CHECK(waitlist["points"][2]["reference_shape"].get<double>() == Approx(3.0));
+  CHECK(waitlist["points"][2]["result_shape"].get<double>() == Approx(3.5));
+  CHECK(s16["curves"][1]["peak"]["reference"] == 8);
+  const ojson& ratios = s16["ratios"][0];
+  CHECK(ratios["variant"] == "atomic");
+  CHECK(ratios["baseline"] == "waitlist");
+  CHECK(ratios["points"][0]["reference_winner"] == "tie");
+  CHECK(ratios["points"][3]["reference_winner"] == "atomic");
+  CHECK(ratios["points"][3]["result_winner"] == "atomic");
+
+  const ojson& sm = r.cmp["summary"];
+  CHECK(sm["peaks_matched"] == 4);
+  CHECK(sm["peaks_scored"] == 4);
+  CHECK(sm["winners_matched"] == 8);
+  CHECK(sm["winners_scored"] == 8);
+  CHECK(sm["mismatches"].empty());
+  CHECK(r.cmp["reference_only"].empty());
+  CHECK(r.cmp["result_only"].empty());
+  CHECK(r.text.find("peaks matched:   4/4\nwinners matched: 8/8\nmismatches: none\n") != std::string::npos);
+}
+
+TEST_CASE("fidelity: a moved peak and a flipped winner are mismatches, not errors", "[fidelity]") {
+  TempDir dir;
+  json cells = matching_cells();
+  cells[1]["summary"]["tps_median"] = 5000;  // waitlist 16 B now peaks at 2 clients, not 4 ...
+  cells[7]["summary"]["tps_median"] = 3600;  // atomic still peaks at 8
+  cells[6]["summary"]["tps_median"] = 2100;  // atomic at 4 clients now loses to waitlist (3500)
+  const std::string result = dir.write("r.json", result_file(cells));
+  const std::string csv = dir.write("t.csv", kTable);
+  const Run r = compare(result, csv);
+
+  const ojson& s16 = r.cmp["series"][0];
+  CHECK(s16["curves"][0]["peak"]["result"] == 2);
+  CHECK(s16["curves"][0]["peak"]["steps"] == 1);
+  CHECK(s16["curves"][0]["peak"]["match"] == true);  // one step apart
+  CHECK(s16["curves"][1]["peak"]["result"] == 8);
+  CHECK(s16["curves"][1]["peak"]["steps"] == 0);
+
+  // Two steps: waitlist 1 KiB peaks at 1 client in the result, 8 in the table.
+  cells[8]["summary"]["tps_median"] = 9000;
+  const std::string result2 = dir.write("r2.json", result_file(cells));
+  const Run r2 = compare(result2, csv);
+  const ojson& sm = r2.cmp["summary"];
+  CHECK(sm["peaks_matched"] == 3);
+  CHECK(sm["peaks_scored"] == 4);
+  CHECK(sm["winners_scored"] == 8);
+  CHECK(sm["winners_matched"] == 5);  // 16 B at 2 (atomic loses) and 4; 1 KiB at 1 (tie -> waitlist)
+  std::vector<std::string> mismatches = sm["mismatches"].get<std::vector<std::string>>();
+  REQUIRE(mismatches.size() == 4);
+  CHECK(mismatches[0] ==
+        "winner record_size=16 at 2 clients (atomic / waitlist): reference tie (1.01), result waitlist (0.40)");
+  CHECK(mismatches[1] ==
+        "winner record_size=16 at 4 clients (atomic / waitlist): reference atomic (1.33), result waitlist (0.60)");
+  CHECK(mismatches[2] ==
+        "peak record_size=1024 waitlist: reference at 8 clients, result at 1 (3 steps apart on 1 2 4 8)");
+  CHECK(mismatches[3] ==
+        "winner record_size=1024 at 1 client (atomic / waitlist): reference tie (1.00), result waitlist (0.07)");
+  CHECK(r2.text.find("mismatches (4):\n  winner record_size=16 at 2 clients") != std::string::npos);
+}
+
+TEST_CASE("fidelity: text layout (golden)", "[fidelity]") {
+  TempDir dir;
+  const json cells = json::array({
+      sized("a", 1, 1000, 16), sized("a", 2, 2000, 16), sized("a", 4, 1500, 16), sized("a", 8, 1000, 16),
+      sized("b", 1, 1000, 16), sized("b", 2, 1840, 16), sized("b", 4, 3100, 16), sized("b", 8, 3000, 16),
+      sized("b", 16, -1, 16), sized("c", 1, 5, 16),
+  });
+  const std::string result = dir.write("r.json", result_file(cells));
+  const std::string csv = dir.write("t.csv",
+                                    "variant,clients,record_size,tps\n"
+                                    "a,1,16,100\na,2,16,180\na,4,16,150\na,16,16,100\n"
+                                    "b,1,16,100\nb,2,16,190\nb,4,16,300\nb,16,16,310\n");
+  const Run r = compare(result, csv);
+  CHECK(r.text ==
+        "compare: RESULT " + result + " vs REFERENCE " + csv + "\n"
+        "result: workload emit_message (synchronous_commit=on), storage memory, platform sim, "
+        "1 repetition x 0.02 s, median tps\n"
+        "scored: where each curve peaks (within one step of the client grid both have) and which "
+        "variant wins (tie within 5%); tps are shown, not scored\n"
+        "\n"
+        "record_size=16\n"
+        "             reference tps  result tps  reference shape  result shape\n"
+        "a_1_clients            100        1000             1.00          1.00\n"
+        "a_2_clients            180        2000             1.80          2.00\n"
+        "a_4_clients            150        1500             1.50          1.50\n"
+        "b_1_clients            100        1000             1.00          1.00\n"
+        "b_2_clients            190        1840             1.90          1.84\n"
+        "b_4_clients            300        3100             3.00          3.10\n"
+        "shape: tps / tps of the same variant at 1 client\n"
+        "\n"
+        "peak clients  reference  result  steps  match  reference (all)  result (all)\n"
+        "a                     2       2      0    yes                2             2\n"
+        "b                     4       4      0    yes               16             4\n"
+        "client grid both have: 1 2 4\n"
+        "(all): the peak over every client count of that side alone; n/a: fewer than 3 common "
+        "client counts\n"
+        "\n"
+        "ratio b / a (tie within 5%)\n"
+        "           reference  result  reference winner  result winner  match\n"
+        "1_clients       1.00    1.00               tie            tie    yes\n"
+        "2_clients       1.06    0.92                 b              a     no\n"
+        "4_clients       2.00    2.07                 b              b    yes\n"
+        "\n"
+        "summary\n"
+        "peaks matched:   2/2\n"
+        "winners matched: 2/3\n"
+        "mismatches (1):\n"
+        "  winner record_size=16 at 2 clients (b / a): reference b (1.06), result a (0.92)\n"
+        "reference points without a result cell (1):\n"
+        "  a record_size=16: clients 16\n"
+        "result cells without a reference point (3):\n"
+        "  a record_size=16: clients 8 (client count not in the reference)\n"
+        "  b record_size=16: clients 8 (client count not in the reference)\n"
+        "  c record_size=16: clients 1 (not a variant of the reference; rename with --variant c=NAME)\n"
+        "failed result cells, not compared (1):\n"
+        "  b record_size=16, 16 clients: watchdog: no progress for 10.0 s\n");
+}
+
+TEST_CASE("fidelity: --fix compares one slice of the table", "[fidelity]") {
+  TempDir dir;
+  // xloginsert-scale-32core.csv's layout: a `tables` column the result's matrix does not have.
+  const std::string csv = dir.write("x.csv",
+                                    "variant,tables,clients,tps\n"
+                                    "single_lock,permanent,1,631.9\n"
+                                    "patch,permanent,1,611.4\n"
+                                    "single_lock,permanent,8,4573.7\n"
+                                    "patch,permanent,8,4576.2\n"
+                                    "single_lock,permanent,32,10684.9\n"
+                                    "patch,permanent,32,14168.4\n"
+                                    "single_lock,unlogged,1,681.8\n"
+                                    "patch,unlogged,1,665.1\n"
+                                    "single_lock,unlogged,32,18736.3\n"
+                                    "patch,unlogged,32,18888.6\n");
+  const std::string result = dir.write(
+      "r.json", result_file(json::array({cell("single_lock", 1, 400), cell("single_lock", 8, 3000),
+                                         cell("single_lock", 32, 5000), cell("xloginsert_patch", 1, 390),
+                                         cell("xloginsert_patch", 8, 3000), cell("xloginsert_patch", 32, 7000)})));
+  FidelityOptions opts;
+  opts.renames = {"xloginsert_patch=patch"};
+
+  SECTION("without --fix: an error naming the column and its values") {
+    opts.result_path = result;
+    opts.reference_path = csv;
+    const std::string msg = usage_error([&] {
+      std::ostringstream out, err;
+      fidelity_command(opts, out, err);
+    });
+    CHECK(msg == csv + ": column \"tables\" is not a matrix key of " + result +
+                     " (its keys: none besides strategy and clients); compare one slice with --fix "
+                     "tables=VALUE (values: permanent, unlogged)");
+  }
+  SECTION("--fix tables=permanent") {
+    opts.fixes = {"tables=permanent"};
+    const Run r = compare(result, csv, opts);
+    REQUIRE(r.cmp["series"].size() == 1);
+    CHECK(r.cmp["series"][0]["name"] == "tables=permanent");
+    CHECK(r.cmp["variants"] == ojson::array({"single_lock", "patch"}));
+    CHECK(r.cmp["series"][0]["curves"][1]["result_label"] == "xloginsert_patch");
+    CHECK(r.cmp["series"][0]["curves"][1]["points"][2]["reference_tps"].get<double>() == Approx(14168.4));
+    CHECK(r.cmp["reference_only"].empty());  // the unlogged rows are outside the slice
+    CHECK(r.cmp["result_only"].empty());
+    CHECK(r.cmp["summary"]["peaks_matched"] == 2);
+    CHECK(r.cmp["summary"]["winners_matched"] == 3);  // tie, tie, patch (1.33 / 1.40)
+    CHECK(r.text.find("variants: xloginsert_patch as patch\nslice: tables=permanent\n") != std::string::npos);
+  }
+  SECTION("--fix with a value the table lacks") {
+    opts.fixes = {"tables=temp"};
+    opts.result_path = result;
+    const ReferenceTable ref = load_reference_csv(csv);
+    CHECK(usage_error([&] { fidelity_compare(json::parse(std::ifstream(result)), ref, opts); }) ==
+          "compare: --fix tables=temp: no row of " + csv + " has tables=temp (its values: permanent, unlogged)");
+  }
+  SECTION("--fix on a name that is neither a column nor a matrix key") {
+    opts.fixes = {"shared_buffers=8GB"};
+    opts.result_path = result;
+    const ReferenceTable ref = load_reference_csv(csv);
+    CHECK(usage_error([&] { fidelity_compare(json::parse(std::ifstream(result)), ref, opts); })
+              .find("\"shared_buffers\" is neither a column of") != std::string::npos);
+  }
+}
+
+TEST_CASE("fidelity: --fix on a column both sides have keeps one series", "[fidelity]") {
+  TempDir dir;
+  FidelityOptions opts;
+  opts.fixes = {"record_size=1024.0"};  // numbers compare as numbers
+  const Run r = compare(dir.write("r.json", result_file(matching_cells())), dir.write("t.csv", kTable), opts);
+  REQUIRE(r.cmp["series"].size() == 1);
+  CHECK(r.cmp["series"][0]["name"] == "record_size=1024");
+  CHECK(r.cmp["left_out_by_fix"] == 8);
+  CHECK(r.cmp["summary"]["peaks_matched"] == 2);
+  CHECK(r.cmp["reference_only"].empty());
+  CHECK(r.cmp["result_only"].empty());
+}
+
+TEST_CASE("fidelity: --fix on a matrix key the table lacks, --baseline, --tie-pct", "[fidelity]") {
+  TempDir dir;
+  json cells = json::array();
+  for (int buffers : {64, 512})
+    for (int clients : {1, 2, 4})
+      for (const char* label : {"a", "b", "c"})
+        cells.push_back(cell(label, clients, 100.0 * clients * (label[0] - 'a' + 1) * (buffers == 64 ? 1 : 2),
+                             {{"wal.wal_buffers", buffers}}));
+  const std::string result = dir.write("r.json", result_file(cells));
+  const std::string csv = dir.write("t.csv",
+                                    "variant,clients,tps\n"
+                                    "a,1,10\na,2,20\na,4,40\nb,1,20\nb,2,40\nb,4,80\nc,1,10.4\nc,2,20.8\nc,4,41\n");
+  FidelityOptions opts;
+  opts.result_path = result;
+  const ReferenceTable ref = load_reference_csv(csv);
+  const json doc = json::parse(std::ifstream(result));
+
+  CHECK(usage_error([&] { fidelity_compare(doc, ref, opts); }) ==
+        result + ": matrix key wal.wal_buffers has no column in " + csv +
+            "; compare one slice with --fix wal_buffers=VALUE (values: 64, 512)");
+
+  opts.fixes = {"wal_buffers=512"};
+  ojson cmp = fidelity_compare(doc, ref, opts);
+  CHECK(cmp["left_out_by_fix"] == 9);
+  CHECK(cmp["baseline"].is_null());  // three variants and no --baseline: no ratios
+  CHECK(cmp["no_ratios"] == "3 variants; pick the denominator with --baseline");
+  CHECK(cmp["series"][0]["curves"][0]["points"][0]["result_tps"] == 200.0);
+
+  opts.baseline = "a";
+  cmp = fidelity_compare(doc, ref, opts);
+  REQUIRE(cmp["series"][0]["ratios"].size() == 2);
+  // c / a: reference 1.04, 1.04, 1.025 (ties within 5%); result 3.0 (c wins).
+  CHECK(cmp["series"][0]["ratios"][1]["points"][0]["reference_winner"] == "tie");
+  CHECK(cmp["summary"]["winners_matched"] == 3);  // b / a everywhere; c / a nowhere
+  CHECK(cmp["summary"]["winners_scored"] == 6);
+  opts.tie_pct = 1;
+  cmp = fidelity_compare(doc, ref, opts);
+  CHECK(cmp["series"][0]["ratios"][1]["points"][0]["reference_winner"] == "c");
+  CHECK(cmp["summary"]["winners_matched"] == 6);  // within 1%, c wins in the table too
+
+  opts.baseline = "d";
+  CHECK(usage_error([&] { fidelity_compare(doc, ref, opts); }) ==
+        "compare: --baseline d: not a compared variant (compared: a, b, c)");
+}
+
+TEST_CASE("fidelity: bad tables and results are one-line errors naming the file", "[fidelity]") {
+  TempDir dir;
+  const std::string result = dir.write("r.json", result_file(matching_cells()));
+  auto csv_error = [&](const std::string& text) {
+    const std::string csv = dir.write("bad.csv", text);
+    return usage_error([&] { load_reference_csv(csv); });
+  };
+  const std::string bad = (dir.path / "bad.csv").string();
+
+  CHECK(csv_error("variant,clients,record_size\nwaitlist,1,16\n") ==
+        bad + ":1: header lacks column tps; a reference table needs variant, clients and tps (the "
+              "header has variant, clients, record_size)");
+  CHECK(csv_error("name,threads,tps\n") ==
+        bad + ":1: header lacks columns variant, clients; a reference table needs variant, clients "
+              "and tps (the header has name, threads, tps)");
+  CHECK(csv_error("variant,clients,tps\na,1,10\n\na,2\n") == bad + ":4: expected 3 fields (variant,clients,tps), found 2");
+  CHECK(csv_error("variant,clients,tps\na,many,10\n") ==
+        bad + ":2: column \"clients\": expected a positive integer, found \"many\"");
+  CHECK(csv_error("variant,clients,tps\na,0,10\n") ==
+        bad + ":2: column \"clients\": expected a positive integer, found \"0\"");
+  CHECK(csv_error("variant,clients,tps\na,1,fast\n") ==
+        bad + ":2: column \"tps\": expected a non-negative number, found \"fast\"");
+  CHECK(csv_error("variant,clients,tps\na,1,10\na,1,11\n") ==
+        bad + ":3: duplicate row: variant=a clients=1 (first at line 2)");
+  CHECK(csv_error("variant,clients,tps\n\"a,1,10\n") == bad + ":2: unterminated quote");
+  CHECK(csv_error("") == bad + ": the reference table is empty; expected a header with variant, clients and tps");
+  CHECK(csv_error("variant,clients,tps\n") == bad + ": the reference table has a header but no rows");
+  CHECK(usage_error([&] { load_reference_csv((dir.path / "missing.csv").string()); }) ==
+        (dir.path / "missing.csv").string() + ": cannot read reference table: No such file or directory");
+
+  // Quoted fields, CRLF line ends and a BOM are read.
+  const std::string ok = dir.write("ok.csv", "\xEF\xBB\xBFvariant,clients,tps\r\n\"wait, list\",1,10\r\n");
+  const ReferenceTable t = load_reference_csv(ok);
+  REQUIRE(t.rows.size() == 1);
+  CHECK(t.rows[0].variant == "wait, list");
+  CHECK(t.rows[0].tps == 10);
+
+  // No overlap at all.
+  const std::string other = dir.write("other.csv", "variant,clients,record_size,tps\nsingle_lock,1,16,5\n");
+  FidelityOptions opts;
+  opts.result_path = result;
+  opts.reference_path = other;
+  CHECK(usage_error([&] {
+          std::ostringstream out, err;
+          fidelity_command(opts, out, err);
+        }) == "compare: no cell of " + result + " matches a row of " + other +
+                  " (reference variants: single_lock; result variants: atomic, waitlist); check --variant and --fix");
+  // ... until a rename makes one.
+  opts.renames = {"waitlist=single_lock"};
+  std::ostringstream out, err;
+  CHECK(fidelity_command(opts, out, err) == 0);
+  CHECK(out.str().find("single_lock_1_clients") != std::string::npos);
+
+  // A malformed result cell names its JSON path.
+  json cells = matching_cells();
+  cells[3]["matrix"] = 5;
+  const std::string broken = dir.write("broken.json", result_file(cells));
+  opts.result_path = broken;
+  opts.reference_path = dir.write("t.csv", kTable);
+  CHECK(usage_error([&] { fidelity_command(opts, out, err); }) == broken + ": /cells/3/matrix: expected an object");
+  opts.result_path = dir.write("empty.json", "");
+  CHECK(usage_error([&] { fidelity_command(opts, out, err); }).find("empty.json: not a walbench result file") !=
+        std::string::npos);
+
+  opts.result_path = result;
+  opts.renames = {"waitlist"};
+  CHECK(usage_error([&] { fidelity_command(opts, out, err); }) ==
+        "compare: --variant waitlist: expected RESULT_LABEL=CSV_VARIANT");
+}
+
+TEST_CASE("fidelity: --json writes the comparison atomically", "[fidelity]") {
+  TempDir dir;
+  FidelityOptions opts;
+  opts.result_path = dir.write("r.json", result_file(matching_cells()));
+  opts.reference_path = dir.write("t.csv", kTable);
+  opts.json_path = (dir.path / "cmp.json").string();
+  std::ostringstream out, err;
+  REQUIRE(fidelity_command(opts, out, err) == 0);
+  CHECK(!fs::exists(opts.json_path + ".tmp"));
+  const ojson written = ojson::parse(std::ifstream(opts.json_path));
+  const ojson expected = fidelity_compare(json::parse(std::ifstream(opts.result_path)),
+                                          load_reference_csv(opts.reference_path), opts);
+  CHECK(written == expected);
+  CHECK(written["fidelity_version"] == 1);
+  CHECK(written.begin().key() == "fidelity_version");  // ordered as documented
+  CHECK(render_fidelity(written) == out.str());
+
+  opts.json_path = (dir.path / "no-such-dir" / "cmp.json").string();
+  std::ostringstream out2;
+  CHECK(usage_error([&] { fidelity_command(opts, out2, err); }).find("compare --json: cannot write") == 0);
+  CHECK(out2.str().empty());  // nothing printed when the JSON could not be written
+}
+
+}  // namespace walbench
+
+namespace walbench {
+namespace {
+
+struct Cli {
+  int rc = -1;
+  std::string out, err;
+};
+
+// Runs `walbench ARGS` (through the shell, as written).
+Cli walbench_cli(const std::string& args, const TempDir& dir) {
+  const std::string out = (dir.path / "stdout.txt").string(), err = (dir.path / "stderr.txt").string();
+  const int status = std::system(("'" + std::string(WALBENCH_BINARY) + "' " + args + " >'" + out + "' 2>'" + err + "'").c_str());
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  return Cli{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+void check_one_line_error(const Cli& r, const std::string& needle) {
+  INFO("stderr: " << r.err);
+  CHECK(r.rc == 2);
+  CHECK(r.err.rfind("walbench: error: ", 0) == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find(needle) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("fidelity: walbench compare --reference end to end", "[fidelity][cli]") {
+  TempDir dir;
+  const std::string result = dir.write("r.json", result_file(matching_cells()));
+  const std::string csv = dir.write("t.csv", kTable);
+  const std::string json_out = (dir.path / "cmp.json").string();
+
+  Cli r = walbench_cli("compare '" + result + "' --reference '" + csv + "' --tie-pct 5 --json '" + json_out + "'", dir);
+  CHECK(r.rc == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("peaks matched:   4/4") != std::string::npos);
+  CHECK(fs::exists(json_out));
+
+  // Mismatches are findings: still status 0.
+  json cells = matching_cells();
+  cells[8]["summary"]["tps_median"] = 9000;
+  r = walbench_cli("compare '" + dir.write("m.json", result_file(cells)) + "' --reference '" + csv + "'", dir);
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("mismatches (2):") != std::string::npos);
+
+  check_one_line_error(walbench_cli("compare '" + result + "' --reference '" +
+                                        dir.write("bad.csv", "variant,clients\na,1\n") + "'", dir),
+                       "bad.csv:1: header lacks column tps");
+  check_one_line_error(walbench_cli("compare '" + result + "' --fix tables=permanent", dir),
+                       "compare: --fix needs --reference");
+  check_one_line_error(walbench_cli("compare '" + result + "'", dir), "compare: NEW is required");
+  check_one_line_error(walbench_cli("compare '" + result + "' '" + result + "' --reference '" + csv + "'", dir),
+                       "compare: --reference compares one result file with a table");
+  check_one_line_error(walbench_cli("compare '" + result + "' --reference '" + csv + "' --tie-pct 150", dir),
+                       "--tie-pct");
+
+  // The two-file compare still works.
+  r = walbench_cli("compare '" + result + "' '" + result + "'", dir);
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("geometric mean change: +0.0% over 16 cells") != std::string::npos);
+
+  r = walbench_cli("compare --help", dir);
+  CHECK(r.rc == 0);
+  for (const char* opt : {"--reference", "--fix", "--variant", "--baseline", "--tie-pct", "--json"}) {
+    INFO(opt);
+    CHECK(r.out.find(opt) != std::string::npos);
+  }
+}
+
+}  // namespace walbench

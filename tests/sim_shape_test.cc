@@ -1,0 +1,147 @@
+// Shapes the simulated platform must reproduce (issue 4, "Done when"), deterministic because
+// the simulator runs in virtual time: the published curves of the 2023 "WAL Insertion Lock
+// Improvements" thread (../shared/reference/insert-locks-fsync-off.csv) on 64 simulated cores.
+//   - the 16-byte insert_locks curve rises to a peak and falls past it;
+//   - insertingat "atomic" is not worse than "waitlist" at any client count >= 64;
+//   - with one client every strategy is within 5% of the others (no contention, so the
+//     protocols differ by a few shared operations against ~30 us of transaction).
+// The workload is the fidelity config's (configs/sim-insert-locks-fsync-off.json): one
+// pg_logical_emit_message per transaction, fsync off, ~30 us of client work per transaction.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "harness/runner.h"
+#include "strategies/strategy.h"
+
+using namespace walbench;
+
+namespace {
+
+CellSpec shape_cell(const std::string& label, const std::string& strategy,
+                    const nlohmann::json& params, uint32_t clients) {
+  CellSpec c;
+  c.label = label;
+  c.strategy = strategy;
+  c.strategy_params = params;
+  c.clients = clients;
+  c.platform.kind = "sim";
+  c.platform.sim = {{"preset", "icelake_2s"}, {"cores", 64}, {"sockets", 2}};
+  c.workload.name = "emit_message";
+  c.workload.record_size.value = 16;
+  c.workload.transactional = true;
+  c.workload.client_overhead_us = 29.1;
+  c.workload.client_overhead_jitter = 0.3;
+  c.wal.fsync = false;
+  c.commit.synchronous_commit = true;
+  c.run.duration_s = 0.05;
+  c.run.warmup_s = 0.01;
+  c.run.repetitions = 1;
+  c.run.seed = 1;
+  c.run.progress_interval_s = 0;
+  return c;
+}
+
+// Runs the cells (two at a time) and returns tps by (label, clients).
+std::map<std::pair<std::string, uint32_t>, double> run_cells(std::vector<CellSpec> cells) {
+  for (size_t i = 0; i < cells.size(); ++i) {
+    cells[i].index = i;
+    cells[i].total = cells.size();
+  }
+  const std::string path = "/tmp/walbench-sim-shape-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(cells.front().clients) + "-" + cells.front().label + ".json";
+  RunOptions opts;
+  opts.output_path = path;
+  opts.quiet = true;
+  opts.jobs = 2;
+  std::ostringstream out, err;
+  const int rc = run_matrix(cells, opts, out, err);
+  INFO(err.str());
+  std::ifstream in(path);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  std::remove(path.c_str());
+  REQUIRE(rc == 0);
+  const nlohmann::json& got = doc.at("cells");
+  REQUIRE(got.size() == cells.size());
+  std::map<std::pair<std::string, uint32_t>, double> tps;
+  for (const nlohmann::json& c : got) {
+    INFO(c.at("label") << " clients=" << c.at("clients") << ": " << c.at("error"));
+    REQUIRE(c.at("ok").get<bool>());
+    tps[{c.at("label").get<std::string>(), c.at("clients").get<uint32_t>()}] =
+        c.at("summary").at("tps_median").get<double>();
+  }
+  return tps;
+}
+
+std::string curve(const std::map<std::pair<std::string, uint32_t>, double>& tps) {
+  std::ostringstream s;
+  for (const auto& [k, v] : tps) s << k.first << "@" << k.second << "=" << v << " ";
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("sim shape: 16-byte insert_locks rises to a peak and falls past it on 64 cores",
+          "[sim][shape]") {
+  const std::vector<uint32_t> clients = {1, 4, 16, 32, 64, 256, 1024};
+  std::vector<CellSpec> cells;
+  for (uint32_t n : clients) cells.push_back(shape_cell("insert_locks", "insert_locks", {}, n));
+  const auto tps = run_cells(cells);
+  INFO(curve(tps));
+  std::vector<double> y;
+  for (uint32_t n : clients) y.push_back(tps.at({"insert_locks", n}));
+  const size_t peak = static_cast<size_t>(std::max_element(y.begin(), y.end()) - y.begin());
+  // The peak is inside the range, the curve climbs to it and ends well below it.
+  REQUIRE(peak > 0);
+  REQUIRE(peak + 1 < y.size());
+  for (size_t i = 1; i <= peak; ++i) CHECK(y[i] > y[i - 1]);
+  CHECK(y[peak] > 4 * y[0]);
+  CHECK(y.back() < 0.75 * y[peak]);
+}
+
+TEST_CASE("sim shape: atomic insertingAt is not worse than waitlist at >= 64 clients",
+          "[sim][shape]") {
+  const std::vector<uint32_t> clients = {64, 128, 256, 1024};
+  std::vector<CellSpec> cells;
+  for (const char* ia : {"waitlist", "atomic"})
+    for (uint32_t n : clients)
+      cells.push_back(shape_cell(ia, "insert_locks", {{"insertingat", ia}}, n));
+  const auto tps = run_cells(cells);
+  INFO(curve(tps));
+  for (uint32_t n : clients) {
+    INFO("clients=" << n);
+    CHECK(tps.at({"atomic", n}) >= tps.at({"waitlist", n}));
+  }
+}
+
+TEST_CASE("sim shape: with one client every strategy is within 5% of the others",
+          "[sim][shape]") {
+  std::vector<CellSpec> cells;
+  for (const StrategyInfo& s : strategies()) {
+    if (s.name == "insert_locks") {
+      for (const char* ia : {"waitlist", "atomic", "atomic_fastpath"})
+        cells.push_back(shape_cell(std::string("insert_locks_") + ia, s.name, {{"insertingat", ia}}, 1));
+    } else if (s.name == "lockfree_reserve") {
+      for (const char* pl : {"next_header", "hash_table", "hash_table_offset"})
+        cells.push_back(shape_cell(std::string("lockfree_reserve_") + pl, s.name, {{"prev_link", pl}}, 1));
+    } else {
+      cells.push_back(shape_cell(s.name, s.name, nlohmann::json::object(), 1));
+    }
+  }
+  REQUIRE(cells.size() >= 8);
+  const auto tps = run_cells(cells);
+  INFO(curve(tps));
+  double lo = 1e300, hi = 0;
+  for (const auto& [k, v] : tps) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  REQUIRE(lo > 0);
+  CHECK(hi / lo <= 1.05);
+}
