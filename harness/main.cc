@@ -39,8 +39,10 @@ constexpr const char* kDescription =
     "walbench: a research framework for the locks that guard PostgreSQL's write-ahead log.\n"
     "It models the WAL buffer and the locks around it (insertion locks, WALBufMappingLock,\n"
     "WALWriteLock, the CLOG), runs any locking strategy against a matrix of workloads and\n"
-    "client counts on real threads, verifies that the WAL each run produced is intact, and\n"
-    "writes result JSON that `walbench report` turns into pgsql-hackers-style tables.\n";
+    "client counts, on real threads or on a deterministic simulated many-core machine\n"
+    "(platform \"sim\"), verifies that the WAL each run produced is intact, and writes result\n"
+    "JSON that `walbench report` turns into pgsql-hackers-style tables and `walbench compare\n"
+    "--reference` holds against a published table.\n";
 
 constexpr const char* kFooter =
     "Examples:\n"
