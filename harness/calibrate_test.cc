@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+
+#include "tests/temp_dir.h"
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -26,23 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "walbench-calibrate-test-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const auto p = path / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
-};
+using testing::TempDir;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);

@@ -10,28 +10,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/temp_dir.h"
+
 #include "strategies/strategy.h"
 
 namespace walbench {
 namespace {
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "walbench-cli-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const auto p = path / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
-};
+using testing::TempDir;
 
 std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p);

@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/temp_dir.h"
+
 #include "strategies/strategy.h"
 
 namespace walbench {
@@ -19,23 +21,7 @@ namespace {
 using OJson = nlohmann::ordered_json;
 
 // A scratch directory removed at scope exit.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "walbench-config-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const auto p = path / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
-};
+using testing::TempDir;
 
 std::vector<CellSpec> expand(const std::string& text) {
   return expand_matrix(OJson::parse(text), "test.json");

@@ -15,6 +15,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/temp_dir.h"
+
 #include "harness/config.h"
 
 namespace walbench {
@@ -24,24 +26,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("walbench_fidelity_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string p = (path / name).string();
-    std::ofstream(p) << text;
-    return p;
-  }
-};
+using testing::TempDir;
 
 // A cell as runner.cc writes it, with the fields the comparison reads. tps < 0: a failed cell.
 // `matrix` is added to {strategy, clients}.

@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/temp_dir.h"
+
 #include "harness/config.h"
 
 namespace walbench {
@@ -18,24 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("walbench_report_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string p = (path / name).string();
-    std::ofstream(p) << text;
-    return p;
-  }
-};
+using testing::TempDir;
 
 // A cell as runner.cc writes it (only the fields the report reads, plus a few more).
 // size_label: the record size column; tps < 0: a failed cell.

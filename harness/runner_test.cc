@@ -17,6 +17,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/temp_dir.h"
+
 #include "harness/report.h"
 
 namespace walbench {
@@ -138,20 +140,7 @@ void number(std::vector<CellSpec>& cells) {
   }
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("walbench_runner_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using testing::TempDir;
 
 ojson read_ordered(const std::string& path) {
   std::ifstream in(path);
