@@ -449,6 +449,16 @@ const std::vector<FieldDef>& field_defs() {
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.run.watchdog_s = want_number(v, w, 0, false, 1e6);
        }},
+      {"run", "interleave",
+       [](CellSpec& c, const OJson& v, const Where& w) { c.run.interleave = want_bool(v, w); }},
+      {"run", "min_txns_per_client",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.run.min_txns_per_client = static_cast<uint32_t>(want_int(v, w, 0, kMaxU31));
+       }},
+      {"run", "trend_warn_pct",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.run.trend_warn_pct = want_number(v, w, 0, false, 1e6);
+       }},
   };
   return defs;
 }
@@ -456,7 +466,7 @@ const std::vector<FieldDef>& field_defs() {
 const std::vector<std::string> kSections = {"platform", "wal", "commit", "workload", "clog", "run"};
 const std::vector<std::string> kTopKeys = {"description", "platform", "wal",      "commit",
                                            "workload",    "clog",     "run",      "strategy",
-                                           "matrix"};
+                                           "matrix",      "fitted"};
 const std::vector<std::string> kVariantKeys = {"name", "label", "params"};
 const char* const kVariantExpected =
     "a strategy name or an object {\"name\": ..., \"label\": ..., \"params\": {...}}";
@@ -754,6 +764,31 @@ void parse_sim_platform(PlatformSpec& p, const OJson& v, const Where& w,
   p.sim = std::move(sim);
 }
 
+// "fitted": the reference points a config took values from (harness/fidelity.h): a list of
+// objects, each a "reason" and the reference-table columns it selects ("clients": 1 selects
+// every 1-client row; "variant", "record_size", ... narrow it). `compare --reference` shows
+// these points but does not score them.
+const char* const kFittedExpected =
+    "a list of objects {\"reason\": \"...\", COLUMN: VALUE, ...} naming the reference points "
+    "the config was fitted to (COLUMN: variant, clients or another column of the reference table)";
+
+void check_fitted(const OJson& v, const Where& w) {
+  if (!v.is_array()) fail(w, found(v), kFittedExpected);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const OJson& e = v[i];
+    const Where we = w / i;
+    check_object(e, we, kFittedExpected);
+    if (!e.contains("reason")) fail(we, "the entry has no \"reason\"", kFittedExpected);
+    want_string(e["reason"], we / "reason");
+    if (e.size() < 2) fail(we, "the entry selects no column", kFittedExpected);
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      if (it.key() == "reason") continue;
+      if (!(it.value().is_string() || it.value().is_number()))
+        fail(we / it.key(), found(it.value()), "a string or a number (a value of that column)");
+    }
+  }
+}
+
 Plan parse_plan(const OJson& config, const std::string& file) {
   Plan plan;
   plan.file = file;
@@ -764,6 +799,7 @@ Plan parse_plan(const OJson& config, const std::string& file) {
   check_keys(config, root, kTopKeys);
 
   if (config.contains("description")) want_string(config["description"], root / "description");
+  if (config.contains("fitted")) check_fitted(config["fitted"], root / "fitted");
 
   // Top-level sections over the spec.h defaults.
   for (const auto& section : kSections) {
@@ -1119,9 +1155,10 @@ void apply_override(nlohmann::ordered_json& config, const std::string& assignmen
                           "strategy.name, strategy.label or strategy.params.<name>");
     }
     keys.insert(keys.end(), parts.begin() + 1, parts.end());
-  } else if (top == "description") {
+  } else if (top == "description" || top == "fitted") {
     if (parts.size() > 1)
-      throw ConfigError(arg, "", "\"description\" has no sub-keys", "--set description=TEXT");
+      throw ConfigError(arg, "", "\"" + top + "\" has no sub-keys",
+                        "--set " + top + "=" + (top == "fitted" ? "[...]" : "TEXT"));
   } else {  // a section
     if (parts.size() > 1) {
       auto allowed = section_keys(top);

@@ -78,6 +78,16 @@ struct RunSpec {
   double progress_interval_s = 1;       // 0 = no progress lines
   bool verify = true;
   double watchdog_s = 10;               // no progress for this long = failed cell (0 = off)
+  // Repetitions round-robin across the cells (rep 1 of every cell, then rep 2, ...), so that
+  // drift of the machine shows up as spread between repetitions instead of between cells.
+  bool interleave = false;
+  // Trust warnings (harness/RESULTS.md "Warnings"): a cell whose clients finished fewer
+  // transactions each than this in the window, on average, is flagged.
+  uint32_t min_txns_per_client = 10;
+  // A cell whose first and last progress intervals inside the window differ by more than this
+  // (percent of their mean), or whose warm-up ended before the throughput settled within this
+  // band around the window's median, is flagged.
+  double trend_warn_pct = 10;
 };
 
 struct CellSpec {
