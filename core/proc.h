@@ -75,11 +75,25 @@ struct LockStats {
     sleeps += o.sleeps;
     wait_ns += o.wait_ns;
   }
+  // this += (end - start): what happened between two snapshots of the same counters.
+  void add_delta(const LockStats& end, const LockStats& start) {
+    acquisitions += end.acquisitions - start.acquisitions;
+    contended += end.contended - start.contended;
+    spins += end.spins - start.spins;
+    sleeps += end.sleeps - start.sleeps;
+    wait_ns += end.wait_ns - start.wait_ns;
+  }
 };
 
 struct ProcStats {
   std::array<LockStats, kNumWaitEvents> locks{};
   LockStats& of(WaitEvent e) { return locks[static_cast<size_t>(e)]; }
+  void add(const ProcStats& o) {
+    for (size_t e = 0; e < kNumWaitEvents; ++e) locks[e].add(o.locks[e]);
+  }
+  void add_delta(const ProcStats& end, const ProcStats& start) {
+    for (size_t e = 0; e < kNumWaitEvents; ++e) locks[e].add_delta(end.locks[e], start.locks[e]);
+  }
 };
 
 // LWLock wait-queue states (PGPROC.lwWaiting).

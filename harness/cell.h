@@ -40,9 +40,24 @@ struct alignas(64) ClientCounters {
   double lat_sumsq_ns = 0;
   uint64_t lat_count = 0;
 
-  void count_txn(uint64_t bytes) {
-    txns.store(txns.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    wal_bytes.store(wal_bytes.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+  // Every transaction's latency, warm-up included, for the progress lines: the monitor reads
+  // these while the client runs (owner-written relaxed atomics) and differences them per
+  // interval, which gives the interval's real per-transaction mean and stddev as pgbench's.
+  std::atomic<uint64_t> all_lat_count{0};
+  std::atomic<double> all_lat_sum_ns{0};
+  std::atomic<double> all_lat_sumsq_ns{0};
+
+  // One finished transaction: `bytes` of WAL, `ns` from its start to its end; its latency goes
+  // into the window's histogram when `in_window`.
+  void count_txn(uint64_t bytes, uint64_t ns, bool in_window) {
+    constexpr auto relaxed = std::memory_order_relaxed;
+    txns.store(txns.load(relaxed) + 1, relaxed);
+    wal_bytes.store(wal_bytes.load(relaxed) + bytes, relaxed);
+    const double d = static_cast<double>(ns);
+    all_lat_count.store(all_lat_count.load(relaxed) + 1, relaxed);
+    all_lat_sum_ns.store(all_lat_sum_ns.load(relaxed) + d, relaxed);
+    all_lat_sumsq_ns.store(all_lat_sumsq_ns.load(relaxed) + d * d, relaxed);
+    if (in_window) record_latency(ns);
   }
   void record_latency(uint64_t ns) {
     const double d = static_cast<double>(ns);
@@ -51,6 +66,14 @@ struct alignas(64) ClientCounters {
     lat_sumsq_ns += d * d;
     ++lat_count;
   }
+};
+
+// Progress-line latency: what the monitor keeps between two progress points to difference the
+// clients' all_lat_* sums (harness/measure.h progress_latency()).
+struct LatencySums {
+  uint64_t count = 0;
+  double sum_ns = 0;
+  double sumsq_ns = 0;
 };
 
 // Shared between the runner and the clients of one repetition.
@@ -75,7 +98,21 @@ struct DrivenRun {
   std::vector<Progress> progress;
   std::array<uint64_t, kNumWaitEvents + 1> wait_samples{};
   std::string error;                // deadlock / stuck report, exception text; empty = fine
-  nlohmann::json platform_stats = nlohmann::json::object();  // e.g. simulator counters
+  // CellRun::model_stats() at the window's first and last instant (the runner diffs them).
+  nlohmann::json model_at_open, model_at_close;
+  // Platform counters over the window, e.g. {"sim": {...}, "virtual_time_s": ...}.
+  nlohmann::json platform_stats = nlohmann::json::object();
+};
+
+// What the clients did inside the timed window, counted by each client at its own transaction
+// boundaries: a transaction counts when it started while the window was open, with every lock
+// acquisition, record and xid it made (to its end, even past the window's end). So ratios of
+// these numbers are exact per-transaction figures (harness/RESULTS.md "Windows").
+struct WindowTotals {
+  uint64_t txns = 0;
+  uint64_t records = 0;
+  uint64_t wal_bytes = 0;
+  uint64_t xids = 0;
 };
 
 class CellRun {
@@ -93,9 +130,14 @@ class CellRun {
   // After every client returned: flush all inserted WAL to storage, stop background threads.
   virtual void finish() = 0;
   virtual VerifyResult verify() = 0;
-  // {"WALInsert": {"acquisitions":..,"contended":..,"spins":..,"sleeps":..,"wait_ns":..}, ...}
+  // Lock statistics of the timed window, aligned to transactions as WindowTotals (the WAL
+  // writer's over its own loop iterations inside the window), after the clients returned:
+  // {"LWLock:WALInsert": {"acquisitions", "contended", "spins", "sleeps", "wait_ms"}, ...}
   virtual nlohmann::json lock_stats() const = 0;
-  // Model-level counters: {"wal_buffers_full": n, "flushes": n, "writes": n, ...}
+  virtual WindowTotals window_totals() const = 0;
+  // Model-level counters since the model was built: {"writes": n, "fsyncs": n, ...}. Numbers
+  // are cumulative counts the runner may snapshot at any time, also while clients run, and
+  // difference (keys named in kModelGauges, harness/measure.h, are levels, not counts).
   virtual nlohmann::json model_stats() const = 0;
 };
 

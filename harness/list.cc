@@ -14,16 +14,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "harness/config.h"
+#include "harness/provenance.h"
 #include "harness/runner.h"  // kWalbenchVersion
 #include "harness/spec.h"
 #include "strategies/strategy.h"
 
-#ifndef WALBENCH_GIT_SHA
-#define WALBENCH_GIT_SHA "unknown"
-#endif
-#ifndef WALBENCH_BUILD_TYPE
-#define WALBENCH_BUILD_TYPE "unknown"
-#endif
 
 namespace walbench {
 
@@ -319,9 +314,6 @@ void print_list(std::ostream& out, const std::string& what) {
   if (w == "all") out << "\nEvery config key, its default and the matrix rules: configs/README.md\n";
 }
 
-std::string version_string() {
-  return absl::StrFormat("walbench %s (git %s, %s build)", kWalbenchVersion, WALBENCH_GIT_SHA,
-                         WALBENCH_BUILD_TYPE);
-}
+std::string version_string() { return version_line(); }
 
 }  // namespace walbench

@@ -1,4 +1,4 @@
-// The walbench CLI (CLI11): run, list, validate, report, compare.
+// The walbench CLI (CLI11): run, rerun, list, validate, report, compare, calibrate.
 //
 // Exit status contract (NB: must match the --help footer and configs/README.md):
 //   0  everything ran (and verified)
@@ -29,7 +29,9 @@
 #include "harness/config.h"
 #include "harness/fidelity.h"
 #include "harness/list.h"
+#include "harness/provenance.h"
 #include "harness/report.h"
+#include "harness/rerun.h"
 #include "harness/runner.h"
 
 namespace walbench {
@@ -51,6 +53,7 @@ constexpr const char* kFooter =
     "  walbench run configs/quick.json           run it; writes results/<date>-<host>-quick.json\n"
     "  walbench run configs/insert-locks.json --set run.duration_s=120 -o long.json\n"
     "  walbench report results/2025-01-01-myhost-quick.json\n"
+    "  walbench rerun r.json --cell 3            rerun a cell from what the file records\n"
     "  walbench compare base.json new.json       per-cell tps change, NEW/BASE - 1\n"
     "  walbench compare r.json --reference ../shared/reference/insert-locks-fsync-off.csv\n"
     "                                            shapes, peaks, winners vs a published table\n"
@@ -136,19 +139,12 @@ int validate_command(const std::vector<std::string>& paths, const std::vector<st
 }
 
 int run_command(const std::vector<std::string>& paths, const std::vector<std::string>& sets,
-                std::string output, bool quiet, unsigned jobs) {
+                std::string output, bool force, bool quiet, unsigned jobs) {
   const LoadedConfigs loaded = load_configs(paths, sets);  // everything validated up front
-  if (output.empty()) {
+  if (output.empty())
     output = default_output_path(paths);
-  } else {
-    const auto parent = std::filesystem::path(output).parent_path();
-    std::error_code ec;
-    if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
-      throw UsageError("run: -o " + output + ": directory " + parent.string() +
-                       " does not exist");
-    if (std::filesystem::is_directory(output, ec))
-      throw UsageError("run: -o " + output + ": is a directory; expected a file name");
-  }
+  else
+    check_output_path(output, force, "run");
   RunOptions opts;
   opts.output_path = output;
   opts.config_paths = paths;
@@ -174,7 +170,7 @@ int real_main(int argc, char** argv) {
   // run
   std::vector<std::string> run_configs, run_sets;
   std::string run_output;
-  bool run_quiet = false;
+  bool run_quiet = false, run_force = false;
   unsigned run_jobs = std::max(1u, std::thread::hardware_concurrency());
   CLI::App* run = app.add_subcommand(
       "run", "run the matrix of one or more configs, verify every cell, write a result file");
@@ -191,16 +187,44 @@ int real_main(int argc, char** argv) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->type_name("PATH=VALUE");
+  run->add_flag("--force", run_force, "overwrite the -o file if it exists (refused otherwise)");
   run->add_flag("-q,--quiet", run_quiet, "no progress lines (the per-cell lines stay)");
   run->add_option("-j,--jobs", run_jobs,
                   "simulated-platform cells run this many at a time, one per core (default: "
-                  "the number of cores); cells on real threads always run one at a time")
+                  "the number of cores); a cell on real threads always runs alone, with no "
+                  "simulated cell beside it")
       ->check(CLI::Range(1u, 1024u))
       ->type_name("N");
   run->footer(
       "Example: walbench run configs/quick.json --set run.repetitions=3 -o quick3.json\n"
       "Exit status: 0 all cells ok; 1 some cell failed (recorded in the result file); 2 bad "
       "input.");
+
+  // rerun
+  RerunOptions rr;
+  rr.jobs = std::max(1u, std::thread::hardware_concurrency());
+  CLI::App* rerun = app.add_subcommand(
+      "rerun", "run cells of a result file again, from the setup the file records");
+  rerun->add_option("RESULT", rr.result_path, "result JSON written by walbench run (schema 2)")
+      ->required()
+      ->type_name("FILE");
+  rerun->add_option("--cell", rr.cells, "the cell with this index (its \"index\"); repeatable; "
+                    "default every cell")
+      ->type_name("N");
+  rerun->add_option("-o,--output", rr.output_path,
+                    "result file (default: results/<RESULT stem>-rerun.json)")
+      ->type_name("FILE");
+  rerun->add_flag("--force", rr.force, "overwrite the -o file if it exists");
+  rerun->add_flag("-q,--quiet", rr.quiet, "no progress lines");
+  rerun->add_option("-j,--jobs", rr.jobs, "simulated cells at a time, as for run")
+      ->check(CLI::Range(1u, 1024u))
+      ->type_name("N");
+  rerun->footer(
+      "Example: walbench rerun results/2026-12-01-vm-quick.json --cell 3 -o cell3.json\n"
+      "Every value a cell used (platform with every simulator parameter, wal, commit, clog,\n"
+      "workload, strategy parameters, run) is in the file; a simulated cell rerun by the same\n"
+      "build is identical. The new file's context names the file and cells under \"rerun_of\";\n"
+      "a rerun by a binary built from other code says so on stderr.");
 
   // list
   std::string list_what = "all";
@@ -339,7 +363,8 @@ int real_main(int argc, char** argv) {
                 (where.empty() ? "" : where + " ") + "--help)");
   }
 
-  if (*run) return run_command(run_configs, run_sets, run_output, run_quiet, run_jobs);
+  if (*run) return run_command(run_configs, run_sets, run_output, run_force, run_quiet, run_jobs);
+  if (*rerun) return rerun_command(rr, std::cout, std::cerr);
   if (*list) {
     print_list(std::cout, list_what);
     return 0;
@@ -374,6 +399,7 @@ int real_main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
+    walbench::set_command_line(argc, argv);
     return walbench::real_main(argc, argv);
   } catch (const walbench::ConfigError& e) {
     return walbench::fail(e.what());

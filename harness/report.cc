@@ -299,9 +299,9 @@ json load_result_file(const std::string& path) {
   if (!ctx.contains("schema_version") || !ctx["schema_version"].is_number_integer())
     bad_file(path, "not a walbench result file: /context/schema_version is missing");
   const auto version = ctx["schema_version"].get<int64_t>();
-  if (version != kResultSchemaVersion)
-    bad_file(path, absl::StrFormat("result schema_version %d is not supported (this walbench reads %d)",
-                                   version, kResultSchemaVersion));
+  if (version < 1 || version > kResultSchemaVersion)
+    bad_file(path, absl::StrFormat("result schema_version %d is not supported (this walbench reads "
+                                   "1 to %d)", version, kResultSchemaVersion));
   for (size_t i = 0; i < doc["cells"].size(); ++i) {
     const json& c = doc["cells"][i];
     auto need = [&](const char* key, bool good, const char* expected) {

@@ -2,7 +2,12 @@
 // the result file after each cell. The result JSON layout is specified in harness/RESULTS.md
 // (keep the two in step; NB: report.cc reads what this file writes).
 //
-// One repetition of one cell, in order (runner.cc, run_repetition):
+// Files: runner.cc (the matrix: order, interleaving, parallel sim cells, the result file),
+// repetition.cc (one repetition: model, window, numbers, verify), threads_monitor.cc (the
+// monitor thread of a real-thread repetition), cell_json.cc (a cell's entry), measure.cc (the
+// statistics), provenance.cc (the context block).
+//
+// One repetition of one cell, in order (repetition.cc, run_repetition):
 //   1. factory(cell, seed) builds a fresh model (seed = run.seed + repetition number, so the same
 //      repetition of every cell sees the same seed: common random numbers across cells).
 //   2. `clients` std::threads wait on a std::latch and are released together with the runner.
@@ -10,7 +15,9 @@
 //      progress line per progress_interval_s, samples every client's wait event every 10 ms
 //      inside the timed window, and runs the watchdog. One thread does all four so that no lock
 //      or extra thread is needed; it sleeps until the earliest of its deadlines.
-//   4. After the window: stop, join, run->finish(), then run->verify() when run.verify.
+//   4. At the window's edges the runner snapshots the model's counters (CellRun::model_stats());
+//      the clients count their own window at their transaction boundaries (WindowTotals).
+//   5. After the window: stop, join, run->finish(), then run->verify() when run.verify.
 //
 // Failure handling: a factory/client/finish/verify exception or a failed verify marks the cell
 // failed (ok=false, error=message), its remaining repetitions are skipped and the sweep goes on.
@@ -29,12 +36,18 @@
 #include <nlohmann/json.hpp>
 
 #include "core/proc.h"
+#include "harness/atomic_file.h"
 #include "harness/cell.h"
+#include "harness/cell_json.h"
+#include "harness/measure.h"
+#include "harness/provenance.h"
 #include "harness/spec.h"
 
 namespace walbench {
 
-inline constexpr int kResultSchemaVersion = 1;
+// 2: full resolved setup per cell (platform with every sim parameter, clog, run keys), git
+// dirty state and build flags in the context, per-window counters, per_txn, tps_ci, warnings.
+inline constexpr int kResultSchemaVersion = 2;
 inline constexpr const char* kWalbenchVersion = "0.1.0";
 
 struct RunOptions {
@@ -43,9 +56,11 @@ struct RunOptions {
   nlohmann::json config;                  // the merged config (after --set overrides)
   std::string config_hash;
   std::vector<std::string> overrides;     // the --set PATH=VALUE strings
+  nlohmann::json rerun_of;                // `walbench rerun`: {"file", "cells"}; null otherwise
   bool quiet = false;                     // no progress lines
   // Simulated-platform cells run this many at a time, each on its own OS thread (their results
-  // do not depend on it: virtual time). Cells on real threads always run one at a time.
+  // do not depend on it: virtual time). Cells on real threads always run alone: no simulated
+  // cell runs while one does.
   unsigned jobs = 1;
 };
 
@@ -53,59 +68,28 @@ struct RunOptions {
 // registry; tests pass their own.
 using FactoryLookup = std::function<CellFactory(const CellSpec&)>;
 
-// Registry lookup for platform "threads". Throws std::runtime_error with a message fit for the
-// result file: unknown strategy, unsupported platform, or "strategy X has no threads
-// implementation yet" while a strategy is being written.
+// Registry lookup. Throws std::runtime_error with a message fit for the result file: unknown
+// strategy, or "strategy X has no implementation yet" while a strategy is being written.
 CellFactory registry_factory_lookup(const CellSpec& cell);
 
-// Runs all cells (in order), prints progress lines to `err` (like pgbench, unless opts.quiet)
-// and one summary line per cell to `out`, rewrites opts.output_path atomically after each cell.
-// Returns 0 when every cell succeeded, 1 when some cell failed. Throws std::runtime_error when the
-// result file cannot be written. May end the process with exit code 1 (watchdog, see above).
+// Runs all cells, prints progress lines to `err` (like pgbench, unless opts.quiet) and one
+// summary line per cell to `out`, rewrites opts.output_path atomically after each cell (with
+// run.interleave, after each round of repetitions). Returns 0 when every cell succeeded, 1 when
+// some cell failed. Throws std::runtime_error when the result file cannot be written. May end
+// the process with exit code 1 (watchdog, see above).
 int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::ostream& out,
                std::ostream& err);
 int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::ostream& out,
                std::ostream& err, const FactoryLookup& lookup);
 
-// schema_version, date (UTC ISO 8601), host, cpu_model, logical_cores, kernel, compiler,
-// build_type, git_sha.
-nlohmann::json machine_context();
+// The context block of a result file: provenance (harness/provenance.h), then config_files,
+// config_hash, overrides, seed, rerun_of (when set), config.
+nlohmann::ordered_json result_context(const std::vector<CellSpec>& cells, const RunOptions& opts);
 
-// ---- Spec serialisation (the cell blocks of the result file) ----
-nlohmann::json to_json(const PlatformSpec& p);
-nlohmann::json to_json(const WalSpec& w);
-nlohmann::json to_json(const CommitSpec& c);
-nlohmann::json to_json(const WorkloadSpec& w);  // record_size + record_size_label
-nlohmann::json to_json(const RunSpec& r);
-
-// ---- Measurement math (exposed for tests) ----
-double median(std::vector<double> v);  // 0 for an empty vector
-// Relative sample standard deviation (n-1) in percent of the mean; 0 when n < 2 or mean == 0.
-double rsd_pct(const std::vector<double>& v);
-// Quantile q in [0,1] of a latency histogram, in the histogram's unit (ns). Finds the bin where
-// the cumulative count crosses q*N and interpolates geometrically inside it (the bins are
-// log-spaced). Underflow counts as the lowest edge, overflow as the highest. 0 when empty.
-double histogram_quantile(const LatencyHistogram& h, double q);
-
-struct LatencySummaryMs {
-  double mean = 0, stddev = 0, p50 = 0, p90 = 0, p99 = 0, p999 = 0;
-  uint64_t count = 0;
-  nlohmann::json to_json() const;
-};
-// Merges the clients' histograms and sums: mean and population stddev (as pgbench) from the
-// sums, percentiles from the merged histogram.
-LatencySummaryMs summarize_latency(const std::vector<ClientCounters>& counters);
-
-// "progress: 5.0 s, 103575.2 tps, lat 0.309 ms stddev 0.071"
-std::string format_progress_line(double t_s, double tps, double lat_ms, double stddev_ms);
 // "0m42s", "12m05s", "1h02m03s".
 std::string format_eta(double seconds);
 // "6 x LWLock:WALInsert [0,1,2,4,5,7], 2 x CPU [3,6]": groups by name, largest group first
 // (ties by name), client ids ascending.
 std::string group_wait_events(const std::vector<std::string>& name_per_client);
-
-// Writes `<path>.tmp`, fsyncs it, renames it over `path` and fsyncs the directory. Throws
-// std::runtime_error naming the path on any failure.
-void write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace walbench

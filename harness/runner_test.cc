@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -39,16 +40,32 @@ using ojson = nlohmann::ordered_json;
 //   "stuck"         like stall, but the clients never return (forked test only)
 //   "check_file"    the factory checks that strategy_params.check_file holds
 //                   strategy_params.expect_cells finished cells (the per-cell rewrite)
+//   "decay"         transactions take 100 us in the first half of the run, 400 us after
+//   "slow"          one transaction per 50 ms
+// Every transaction takes 2 "WALInsert" acquisitions and 3 "writes" in model_stats().
 std::atomic<bool> g_never{false};  // never set: what "stuck" clients wait for
+// Which (label, seed) repetitions were built, in order; and how many "sim" cells are running
+// at once and the most a real-thread cell ever saw running beside it.
+std::mutex g_log_mu;
+std::vector<std::string> g_built;  // protected by g_log_mu
+std::atomic<int> g_sim_running{0};
+std::atomic<int> g_sim_beside_threads{0};
 
 class FakeRun : public CellRun {
  public:
   FakeRun(const CellSpec& cell, uint64_t seed)
       : mode_(cell.strategy_params.value("mode", "ok")),
         seed_(seed),
+        sim_(cell.platform.kind == "sim"),
+        run_s_(cell.run.warmup_s + cell.run.duration_s),
         events_(new std::atomic<uint32_t>[cell.clients]),
         n_(cell.clients) {
     for (uint32_t i = 0; i < n_; ++i) events_[i].store(0);
+    if (sim_) ++g_sim_running;
+    else g_sim_beside_threads = std::max(g_sim_beside_threads.load(), g_sim_running.load());
+  }
+  ~FakeRun() override {
+    if (sim_) --g_sim_running;
   }
 
   void client_main(uint32_t i, RunControl& ctl) override {
@@ -62,18 +79,24 @@ class FakeRun : public CellRun {
         continue;
       }
       if (mode_ == "throw_client" && i == 0 && k == 3) throw std::runtime_error("boom");
+      const bool in_window = ctl.measuring.load(std::memory_order_acquire);
       const auto t0 = std::chrono::steady_clock::now();
       events_[i].store(static_cast<uint32_t>(WaitEvent::kWalInsert));
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      std::this_thread::sleep_for(std::chrono::microseconds(txn_us(t0)));
       events_[i].store(0);
-      ctl.counters[i].count_txn(100);
-      if (ctl.measuring.load(std::memory_order_acquire))
-        ctl.counters[i].record_latency(static_cast<uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-                .count()));
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now() - t0);
+      ctl.counters[i].count_txn(100, static_cast<uint64_t>(ns.count()),
+                                ctl.measuring.load(std::memory_order_acquire));
+      if (in_window) window_txns_.fetch_add(1);
       ++k;
       txns_.fetch_add(1);
     }
+  }
+  int64_t txn_us(std::chrono::steady_clock::time_point now) {
+    if (mode_ == "slow") return 50'000;
+    if (mode_ != "decay") return 200;
+    return std::chrono::duration<double>(now - start_).count() < run_s_ / 2 ? 100 : 400;
   }
   WaitEvent wait_event(uint32_t i) const override { return static_cast<WaitEvent>(events_[i].load()); }
   void finish() override { finished_ = true; }
@@ -89,20 +112,36 @@ class FakeRun : public CellRun {
     }
     return v;
   }
-  nlohmann::json lock_stats() const override { return {{"WALInsert", {{"acquisitions", txns_.load()}}}}; }
-  nlohmann::json model_stats() const override { return {{"seed", seed_}, {"finished", finished_}}; }
+  nlohmann::json lock_stats() const override {
+    return {{"LWLock:WALInsert", {{"acquisitions", 2 * window_txns_.load()}, {"wait_ms", 0.5 * window_txns_.load()}}}};
+  }
+  WindowTotals window_totals() const override {
+    const uint64_t t = window_txns_.load();
+    return {t, 2 * t, 100 * t, t};
+  }
+  nlohmann::json model_stats() const override {
+    return {{"writes", 3 * txns_.load()}, {"streams", 1}, {"seed", seed_}, {"finished", finished_}};
+  }
 
  private:
   std::string mode_;
   uint64_t seed_;
+  bool sim_;
+  double run_s_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::unique_ptr<std::atomic<uint32_t>[]> events_;
   uint32_t n_;
   std::atomic<uint64_t> txns_{0};
+  std::atomic<uint64_t> window_txns_{0};
   bool finished_ = false;
 };
 
 std::unique_ptr<CellRun> make_fake(const CellSpec& cell, uint64_t seed) {
   const std::string mode = cell.strategy_params.value("mode", "ok");
+  {
+    std::lock_guard<std::mutex> g(g_log_mu);
+    g_built.push_back(cell.label + std::to_string(seed));
+  }
   if (mode == "throw_factory") throw std::runtime_error("cannot build: no such lock");
   if (mode == "check_file") {
     std::ifstream in(cell.strategy_params.at("check_file").get<std::string>());
@@ -197,15 +236,18 @@ TEST_CASE("run_matrix writes a result file with context first and one entry per 
   REQUIRE(doc.is_object());
   CHECK(doc.begin().key() == "context");
   const ojson& ctx = doc["context"];
-  CHECK(ctx["schema_version"] == 1);
+  CHECK(ctx["schema_version"] == 2);
   CHECK(ctx["walbench_version"] == "0.1.0");
   CHECK(ctx["config_files"] == ojson::array({"configs/fake.json"}));
   CHECK(ctx["config_hash"] == "0123abcd");
   CHECK(ctx["overrides"] == ojson::array({"run.seed=7"}));
   CHECK(ctx["seed"] == 7);
   CHECK(ctx["config"]["run"]["duration_s"] == 0.2);
-  for (const char* k : {"date", "host", "cpu_model", "kernel", "compiler", "build_type", "git_sha"})
+  for (const char* k : {"date", "host", "cpu_model", "kernel", "git_sha", "command_line"})
     CHECK(ctx[k].is_string());
+  CHECK(ctx["git_dirty"].is_boolean());
+  CHECK(ctx["git_diff_hash"].is_null() == !ctx["git_dirty"].get<bool>());
+  for (const char* k : {"type", "compiler", "flags"}) CHECK(ctx["build"][k].is_string());
   CHECK(full_match(ctx["date"].get<std::string>(), "#-#-#T#:#:#Z"));
   CHECK(ctx["logical_cores"].get<int>() >= 1);
 
@@ -221,6 +263,10 @@ TEST_CASE("run_matrix writes a result file with context first and one entry per 
   CHECK(b["wal"]["wal_buffers"] == WalSpec{}.wal_buffers);
   CHECK(b["commit"]["synchronous_commit"] == true);
   CHECK(b["run"]["repetitions"] == 2);
+  CHECK(b["clog"]["strategy"] == "clog_exclusive");
+  CHECK(nlohmann::json(b["platform"]) ==
+        nlohmann::json{{"kind", "threads"}, {"atomics", "native"}, {"spinlocks", "native"}});
+  CHECK(b["warnings"] == ojson::array());
   CHECK(b["ok"] == true);
   CHECK(b["error"].is_null());
   REQUIRE(b["repetitions"].size() == 2);
@@ -242,20 +288,39 @@ TEST_CASE("run_matrix writes a result file with context first and one entry per 
     CHECK(lat["p90"].get<double>() <= lat["p99"].get<double>());
     CHECK(lat["p99"].get<double>() <= lat["p999"].get<double>());
     CHECK(rep["wait_events"]["LWLock:WALInsert"].get<uint64_t>() > 0);
-    CHECK(rep["lock_stats"]["WALInsert"]["acquisitions"].get<uint64_t>() > 0);
-    CHECK(rep["model"]["seed"] == 7 + r);
-    CHECK(rep["model"]["finished"] == true);
+    // Window counters and the per-transaction figures derived from them.
+    const uint64_t wtx = rep["window"]["txns"].get<uint64_t>();
+    CHECK(wtx > 0);
+    CHECK(rep["lock_stats"]["LWLock:WALInsert"]["acquisitions"].get<uint64_t>() == 2 * wtx);
+    CHECK(rep["per_txn"]["locks"]["LWLock:WALInsert"]["acquisitions"] == 2.0);
+    CHECK(rep["per_txn"]["locks"]["LWLock:WALInsert"]["wait_us"] == 500.0);
+    CHECK(rep["per_txn"]["wal_bytes"] == 100.0);
+    CHECK(rep["per_txn"]["records"] == 2.0);
+    // model_stats() is cumulative; the file holds its difference over the window, which counts
+    // 3 writes per transaction of the window (give or take the transactions in flight at its
+    // two edges), and keeps a gauge's value.
+    CHECK(rep["model"]["streams"] == 1);
+    CHECK(rep["model"]["seed"] == 0);  // a count: 7 + r at both edges
+    CHECK(rep["per_txn"]["model"]["writes"].get<double>() == Approx(3.0).margin(3.0 * 2 * 3 / txns));
     CHECK(rep["verify"]["ok"] == true);
     tps.push_back(rep["tps"].get<double>());
   }
   const ojson& s = b["summary"];
   CHECK(s["repetitions"] == 2);
-  CHECK(s["tps_median"].get<double>() == Approx(median(tps)));
-  CHECK(s["tps_rsd_pct"].get<double>() == Approx(rsd_pct(tps)));
+  const double mean = (tps[0] + tps[1]) / 2;
+  CHECK(s["tps_median"].get<double>() == Approx(mean));  // the median of two is their mean
+  CHECK(s["tps_min"].get<double>() == std::min(tps[0], tps[1]));
+  // Sample stddev of two values is |a - b| / sqrt(2).
+  CHECK(s["tps_rsd_pct"].get<double>() ==
+        Approx(std::fabs(tps[0] - tps[1]) / std::sqrt(2.0) / mean * 100));
+  CHECK(s["tps_ci"].is_null());  // fewer than 3 repetitions
+  CHECK(s["per_txn"]["locks"]["LWLock:WALInsert"]["acquisitions"] == 2.0);
+  // One repetition: no spread at all.
+  CHECK(doc["cells"][0]["summary"]["tps_rsd_pct"].is_null());
 
   // One line per cell on `out`.
   const std::string o = out.str();
-  CHECK(contains_match(o, "cell 1/2 a clients=2 record_size=16: # tps (rsd 0.0%) verify ok  [eta #m#s]\n"));
+  CHECK(contains_match(o, "cell 1/2 a clients=2 record_size=16: # tps (rsd n/a) verify ok  [eta #m#s]\n"));
   CHECK(contains_match(o, "cell 2/2 b clients=3 record_size=16: # tps (rsd #%) verify ok  [eta 0m00s]\n"));
 }
 
@@ -370,8 +435,10 @@ TEST_CASE("progress lines in pgbench's format, recorded in the result", "[runner
   CHECK(static_cast<int>(progress.size()) == n);
   CHECK(progress[0]["t"].get<double>() == Approx(0.1).margin(0.05));
   CHECK(progress[0]["tps"].get<double>() > 0);
-  // Little's law: lat = clients / tps.
-  CHECK(progress[0]["lat_ms"].get<double>() == Approx(2 * 1000.0 / progress[0]["tps"].get<double>()));
+  // The transactions' own latency: each sleeps 200 us (and the sleep may overshoot).
+  CHECK(progress[0]["lat_ms"].get<double>() >= 0.2);
+  CHECK(progress[0]["lat_ms"].get<double>() < 5);
+  CHECK(progress[0]["stddev_ms"].get<double>() >= 0);
 
   std::ostringstream out2, err2;
   opts.quiet = true;
@@ -438,10 +505,45 @@ TEST_CASE("median and relative standard deviation", "[runner]") {
   CHECK(median({3}) == 3);
   CHECK(median({110, 90, 100}) == 100);
   CHECK(median({4, 1, 3, 2}) == 2.5);
-  CHECK(rsd_pct({100}) == 0);
-  CHECK(rsd_pct({110, 90, 100}) == Approx(10.0));  // sample stddev 10 of mean 100
-  CHECK(rsd_pct({2, 4, 4, 4, 5, 5, 7, 9}) == Approx(std::sqrt(32.0 / 7) / 5 * 100));
-  CHECK(rsd_pct({0, 0}) == 0);
+  CHECK_FALSE(rsd_pct({100}).has_value());
+  CHECK(*rsd_pct({110, 90, 100}) == Approx(10.0));  // sample stddev 10 of mean 100
+  CHECK(*rsd_pct({2, 4, 4, 4, 5, 5, 7, 9}) == Approx(std::sqrt(32.0 / 7) / 5 * 100));
+  CHECK_FALSE(rsd_pct({0, 0}).has_value());
+}
+
+TEST_CASE("the confidence interval of a median from order statistics", "[runner]") {
+  CHECK_FALSE(median_ci({1, 2}).has_value());
+  // n = 3..5: no interval reaches 95%; [min, max] with its coverage 1 - 2 / 2^n.
+  auto ci = median_ci({30, 10, 20});
+  REQUIRE(ci);
+  CHECK(ci->lo == 10);
+  CHECK(ci->hi == 30);
+  CHECK(ci->level == 0.75);
+  CHECK(median_ci({5, 1, 4, 2, 3})->level == 0.9375);
+  // n = 6: [min, max] covers with 1 - 2/64 = 0.96875; [x2, x5] only 1 - 14/64.
+  ci = median_ci({6, 5, 4, 3, 2, 1});
+  CHECK(ci->lo == 1);
+  CHECK(ci->hi == 6);
+  CHECK(ci->level == 0.96875);
+  // n = 10: [x2, x9] covers with 1 - 2 * 11/1024; [x3, x8] with 1 - 2 * 56/1024 < 0.95.
+  ci = median_ci({10, 9, 8, 7, 6, 5, 4, 3, 2, 1});
+  CHECK(ci->lo == 2);
+  CHECK(ci->hi == 9);
+  CHECK(ci->level == Approx(1 - 22.0 / 1024));
+}
+
+TEST_CASE("counter snapshots are differenced member by member, gauges kept", "[runner]") {
+  const nlohmann::json start = {{"writes", 10u}, {"streams", 1u}, {"clog", {{"page_hits", 5u}, {"strategy", "x"}}},
+                                {"wait_ms", 1.5}};
+  const nlohmann::json end = {{"writes", 25u}, {"streams", 1u}, {"clog", {{"page_hits", 9u}, {"strategy", "x"}}},
+                              {"wait_ms", 4.0}, {"fsyncs", 3u}};
+  const nlohmann::json d = counter_delta(end, start);
+  CHECK(d["writes"] == 15u);
+  CHECK(d["streams"] == 1u);        // a level, not a count
+  CHECK(d["clog"]["page_hits"] == 4u);
+  CHECK(d["clog"]["strategy"] == "x");
+  CHECK(d["wait_ms"] == 2.5);
+  CHECK(d["fsyncs"] == 3u);         // missing at the start: counted from 0
 }
 
 TEST_CASE("latency percentiles interpolate inside a log bin", "[runner]") {
@@ -484,6 +586,7 @@ TEST_CASE("latency summary from the clients' sums and merged histograms", "[runn
 TEST_CASE("formatting helpers", "[runner]") {
   CHECK(format_progress_line(5.0, 103575.2, 0.309, 0.071) ==
         "progress: 5.0 s, 103575.2 tps, lat 0.309 ms stddev 0.071");
+  CHECK(format_progress_line(1.0, 0, std::nan(""), std::nan("")) == "progress: 1.0 s, 0.0 tps, lat n/a");
   CHECK(format_eta(0) == "0m00s");
   CHECK(format_eta(42.4) == "0m42s");
   CHECK(format_eta(725) == "12m05s");
@@ -519,6 +622,98 @@ TEST_CASE("a run's result file reads back in the report", "[runner][report]") {
   std::ostringstream rep, rerr;
   CHECK(report_command(opts.output_path, rep, rerr) == 0);
   CHECK(contains_match(rep.str(), "~16\na_1_clients~#\na_2_clients~#\n", /*at_start=*/true));
+}
+
+}  // namespace
+}  // namespace walbench
+
+namespace walbench {
+namespace {
+
+TEST_CASE("cells say when they cannot be trusted", "[runner]") {
+  std::vector<CellSpec> cells = {make_cell("slow", "slow", 2), make_cell("decay", "decay", 1),
+                                 make_cell("steady", "ok", 1)};
+  for (auto& c : cells) {
+    c.run.progress_interval_s = 0.05;
+    c.run.warmup_s = 0.1;
+    c.run.duration_s = 0.3;
+  }
+  number(cells);
+  TempDir dir;
+  RunOptions opts;
+  opts.output_path = dir.file("r.json");
+  std::ostringstream out, err;
+  REQUIRE(run_matrix(cells, opts, out, err, fake_lookup) == 0);
+  const ojson doc = read_ordered(opts.output_path);
+  // slow: about 10 transactions per client in 0.3 s, under run.min_txns_per_client = 10 + ...
+  const ojson& slow = doc["cells"][0]["warnings"];
+  REQUIRE(slow.size() >= 1);
+  CHECK(contains_match(slow[0].get<std::string>(), "# transactions per client in the window (under run.min_txns_per_client = 10)"));
+  // decay: transactions take 4x longer in the second half: the window drifts.
+  bool drift = false;
+  for (const auto& w : doc["cells"][1]["warnings"])
+    drift |= w.get<std::string>().find("throughput drifts inside the window") != std::string::npos;
+  CHECK(drift);
+  CHECK(out.str().find("\n  warning: throughput drifts inside the window") != std::string::npos);
+}
+
+TEST_CASE("run.interleave runs repetitions round-robin across cells", "[runner]") {
+  std::vector<CellSpec> cells = {make_cell("a", "ok", 1), make_cell("b", "ok", 1)};
+  for (auto& c : cells) {
+    c.run.repetitions = 2;
+    c.run.interleave = true;
+    c.run.duration_s = 0.05;
+    c.run.warmup_s = 0;
+  }
+  number(cells);
+  {
+    std::lock_guard<std::mutex> g(g_log_mu);
+    g_built.clear();
+  }
+  TempDir dir;
+  RunOptions opts;
+  opts.output_path = dir.file("r.json");
+  std::ostringstream out, err;
+  REQUIRE(run_matrix(cells, opts, out, err, fake_lookup) == 0);
+  {
+    std::lock_guard<std::mutex> g(g_log_mu);
+    CHECK(g_built == std::vector<std::string>{"a7", "b7", "a8", "b8"});
+  }
+  const ojson doc = read_ordered(opts.output_path);
+  REQUIRE(doc["cells"].size() == 2);
+  CHECK(doc["cells"][0]["label"] == "a");
+  CHECK(doc["cells"][0]["repetitions"].size() == 2);
+  // Without it, back to back.
+  for (auto& c : cells) c.run.interleave = false;
+  {
+    std::lock_guard<std::mutex> g(g_log_mu);
+    g_built.clear();
+  }
+  REQUIRE(run_matrix(cells, opts, out, err, fake_lookup) == 0);
+  std::lock_guard<std::mutex> g(g_log_mu);
+  CHECK(g_built == std::vector<std::string>{"a7", "a8", "b7", "b8"});
+}
+
+TEST_CASE("with -j a real-thread cell never runs beside a simulated one", "[runner]") {
+  std::vector<CellSpec> cells = {make_cell("s1", "ok", 1), make_cell("t", "ok", 1),
+                                 make_cell("s2", "ok", 1), make_cell("s3", "ok", 1)};
+  for (auto& c : cells) {
+    c.run.duration_s = 0.15;
+    c.run.warmup_s = 0;
+  }
+  cells[0].platform.kind = cells[2].platform.kind = cells[3].platform.kind = "sim";
+  number(cells);
+  g_sim_beside_threads = 0;
+  TempDir dir;
+  RunOptions opts;
+  opts.output_path = dir.file("r.json");
+  opts.jobs = 2;
+  std::ostringstream out, err;
+  REQUIRE(run_matrix(cells, opts, out, err, fake_lookup) == 0);
+  CHECK(g_sim_beside_threads.load() == 0);
+  const ojson doc = read_ordered(opts.output_path);
+  REQUIRE(doc["cells"].size() == 4);
+  for (size_t k = 0; k < 4; ++k) CHECK(doc["cells"][k]["index"] == k);  // matrix order
 }
 
 }  // namespace

@@ -63,6 +63,7 @@
 #include "core/wal/verifier.h"
 #include "core/wal/wal.h"
 #include "harness/cell.h"
+#include "harness/measure.h"
 #include "harness/spec.h"
 #include "strategies/clog_choice.h"
 
@@ -220,6 +221,7 @@ class WalCell final : public CellRun {
   ~WalCell() override { stop_writer(); }
 
   void client_main(uint32_t client, RunControl& ctl) override {
+    measuring_flag_.store(&ctl.measuring, std::memory_order_release);  // for the WAL writer
     switch (workload_) {
       case WorkloadKind::kEmitMessage: return run_loop<WorkloadKind::kEmitMessage>(client, ctl);
       case WorkloadKind::kSimpleUpdate: return run_loop<WorkloadKind::kSimpleUpdate>(client, ctl);
@@ -245,6 +247,7 @@ class WalCell final : public CellRun {
       const SimConfig cfg = SimConfig::from_json(machine, "/platform");
       Simulation sim(cfg, seed_);
       const uint32_t n = clients_;
+      measuring_flag_.store(&ctl.measuring, std::memory_order_release);
       for (uint32_t i = 0; i < n; ++i)
         sim.spawn([this, &ctl, i] { client_main(i, ctl); }, "client " + std::to_string(i));
       if (!private_) sim.spawn([this] { wal_writer_main(); }, "walwriter");
@@ -262,8 +265,11 @@ class WalCell final : public CellRun {
           b[i] = ctl.counters[i].wal_bytes.load(std::memory_order_relaxed);
         }
       };
+      SimCounters sim_at_open;
       sim.at(warm, [&] {
         snapshot(out.txns0, out.bytes0);
+        out.model_at_open = model_stats();
+        sim_at_open = sim.counters();
         ctl.measuring.store(true, std::memory_order_relaxed);
       });
       // pg_stat_activity-like sampling: 500 samples spread over the timed window.
@@ -273,28 +279,22 @@ class WalCell final : public CellRun {
           for (uint32_t i = 0; i < n; ++i)
             ++out.wait_samples[std::min(static_cast<size_t>(wait_event(i)), kNumWaitEvents)];
         });
-      std::vector<uint64_t> last_txns(n, 0);
+      ProgressMeter meter(n);
       uint64_t last_t = 0;
       if (rs.progress_interval_s > 0) {
         const uint64_t step = std::max<uint64_t>(ns(rs.progress_interval_s), 1);
         for (uint64_t t = step; t <= end; t += step)
           sim.at(t, [&, t] {
-            uint64_t delta = 0;
-            for (uint32_t i = 0; i < n; ++i) {
-              const uint64_t cur = ctl.counters[i].txns.load(std::memory_order_relaxed);
-              delta += cur - last_txns[i];
-              last_txns[i] = cur;
-            }
-            const double dt = static_cast<double>(t - last_t) / 1e9;
+            const ProgressPoint p = meter.point(ctl.counters, static_cast<double>(t - last_t) / 1e9);
             last_t = t;
-            const double tps = dt > 0 ? static_cast<double>(delta) / dt : 0.0;
-            // Little's law for a closed loop, as on threads (harness/runner.cc).
-            out.progress.push_back({static_cast<double>(t) / 1e9, tps,
-                                    tps > 0 ? static_cast<double>(n) * 1000.0 / tps : 0.0, 0.0});
+            out.progress.push_back({static_cast<double>(t) / 1e9, p.tps, p.lat_ms, p.stddev_ms});
           });
       }
+      SimCounters sim_at_close;
       sim.request_stop_at(end, [&] {
         snapshot(out.txns1, out.bytes1);
+        out.model_at_close = model_stats();
+        sim_at_close = sim.counters();
         ctl.measuring.store(false, std::memory_order_relaxed);
         ctl.stop.store(true, std::memory_order_relaxed);
         writer_stop_.store(true, std::memory_order_relaxed);
@@ -308,8 +308,12 @@ class WalCell final : public CellRun {
         sim.cancel_unfinished();
       }
       out.window_s = static_cast<double>(window) / 1e9;
-      out.platform_stats = {{"sim", o.counters.to_json()},
-                            {"virtual_time_s", static_cast<double>(o.now_ns) / 1e9}};
+      // The simulator's counters over the timed window; the run's own length (warm-up, window,
+      // and the drain after stop) separately.
+      out.platform_stats = {
+          {"sim", out.measured ? counter_delta(sim_at_close.to_json(), sim_at_open.to_json())
+                               : nlohmann::json(nullptr)},
+          {"virtual_time_s", static_cast<double>(o.now_ns) / 1e9}};
     } else {
       (void)ctl;
       (void)rs;
@@ -370,7 +374,8 @@ class WalCell final : public CellRun {
   }
 
   nlohmann::json lock_stats() const override {
-    const ProcStats t = procs_.total_stats();
+    ProcStats t = writer_window_.locks;
+    for (const auto& c : per_client_) t.add(c.window.locks);
     nlohmann::json j = nlohmann::json::object();
     for (size_t e = 1; e < kNumWaitEvents; ++e) {
       const LockStats& s = t.locks[e];
@@ -380,6 +385,17 @@ class WalCell final : public CellRun {
           {"sleeps", s.sleeps}, {"wait_ms", static_cast<double>(s.wait_ns) / 1e6}};
     }
     return j;
+  }
+
+  WindowTotals window_totals() const override {
+    WindowTotals w;
+    for (const auto& c : per_client_) {
+      w.txns += c.window.totals.txns;
+      w.records += c.window.totals.records;
+      w.wal_bytes += c.window.totals.wal_bytes;
+      w.xids += c.window.totals.xids;
+    }
+    return w;
   }
 
   nlohmann::json model_stats() const override {
@@ -401,10 +417,7 @@ class WalCell final : public CellRun {
             {"flushes", sum.flush_calls},
             {"storage_bytes", storage_bytes},
             {"streams", streams_.size()}};
-    if (clog_) {
-      j["xids"] = xid_gen_.next().value - kFirstNormalXid.value;
-      j["clog"] = clog_->stats();
-    }
+    if (clog_) j["clog"] = clog_->stats();
     return j;
   }
 
@@ -414,13 +427,43 @@ class WalCell final : public CellRun {
     std::unique_ptr<Storage> storage;
     std::unique_ptr<WalT> wal;
   };
+  // A client's (or the WAL writer's) part of the timed window (WindowTotals): opened and closed
+  // by its owner at its own transaction (loop) boundaries; read after the run.
+  struct Window {
+    bool open = false;
+    ProcStats locks_at_open;
+    uint64_t records_at_open = 0;
+    uint64_t xids_at_open = 0;
+    ProcStats locks;      // acquired inside the window
+    WindowTotals totals;  // txns and wal_bytes counted by the loop; records and xids at close
+  };
   // Owner-only; read after the run.
   struct alignas(64) PerClient {
     std::unique_ptr<uint8_t[]> buffer;  // record under construction
     uint64_t records = 0;               // records inserted = next sequence number
     uint64_t xids = 0;                  // xids assigned (top-level and subtransactions)
     uint64_t top_level = 0;             // of which top-level
+    Window window;
   };
+
+  // Opens or closes w when the runner's `measuring` flag changed since the owner last looked.
+  static void window_edge(Window& w, const Proc<P>& me, const PerClient* pc, bool measuring) {
+    if (measuring == w.open) return;
+    w.open = measuring;
+    if (measuring) {
+      w.locks_at_open = me.stats;
+      if (pc) {
+        w.records_at_open = pc->records;
+        w.xids_at_open = pc->xids;
+      }
+    } else {
+      w.locks.add_delta(me.stats, w.locks_at_open);
+      if (pc) {
+        w.totals.records += pc->records - w.records_at_open;
+        w.totals.xids += pc->xids - w.xids_at_open;
+      }
+    }
+  }
 
   // One client's transaction in progress.
   struct Txn {
@@ -446,7 +489,9 @@ class WalCell final : public CellRun {
           per_client_[client], static_cast<uint64_t>(spec_.workload.client_overhead_us * 1000.0),
           spec_.workload.client_overhead_jitter};
     ClientCounters& counters = ctl.counters[client];
+    Window& window = t.pc.window;
     while (!ctl.stop.load(std::memory_order_relaxed)) {
+      window_edge(window, t.me, &t.pc, ctl.measuring.load(std::memory_order_relaxed));
       const uint64_t t0 = P::now_ns();
       t.bytes = 0;
       if constexpr (W == WorkloadKind::kEmitMessage) {
@@ -489,9 +534,13 @@ class WalCell final : public CellRun {
         commit(t);
       }
       const uint64_t t1 = P::now_ns();
-      counters.count_txn(t.bytes);
-      if (ctl.measuring.load(std::memory_order_relaxed)) counters.record_latency(t1 - t0);
+      counters.count_txn(t.bytes, t1 - t0, ctl.measuring.load(std::memory_order_relaxed));
+      if (window.open) {
+        ++window.totals.txns;
+        window.totals.wal_bytes += t.bytes;
+      }
     }
+    window_edge(window, t.me, &t.pc, false);
   }
 
   void emit_message_txn(Txn& t) {
@@ -577,7 +626,12 @@ class WalCell final : public CellRun {
     WalT& wal = *streams_[0].wal;
     const uint64_t delay_ns = static_cast<uint64_t>(spec_.commit.wal_writer_delay_ms * 1e6);
     uint64_t next = P::now_ns() + delay_ns;
+    auto measuring = [this] {
+      const std::atomic<bool>* flag = measuring_flag_.load(std::memory_order_acquire);
+      return flag && flag->load(std::memory_order_relaxed);
+    };
     while (!writer_stop_.load(std::memory_order_relaxed)) {
+      window_edge(writer_window_, me, nullptr, measuring());
       const uint64_t now = P::now_ns();
       if (now < next) {
         P::sleep_ns(std::min<uint64_t>(next - now, 5'000'000));
@@ -587,6 +641,7 @@ class WalCell final : public CellRun {
       const Lsn target = wal.async_xact_lsn(me);
       if (target > wal.log_flush_result()) wal.write_upto(me, target, /*flush_too=*/true);
     }
+    window_edge(writer_window_, me, nullptr, false);
   }
 
   void stop_writer() {
@@ -606,6 +661,10 @@ class WalCell final : public CellRun {
   std::vector<PerClient> per_client_;
   std::thread writer_;
   std::atomic<bool> writer_stop_{false};
+  // The runner's RunControl::measuring, published by the clients (and drive()) for the WAL
+  // writer, which starts before them; its window is owned by the writer.
+  std::atomic<const std::atomic<bool>*> measuring_flag_{nullptr};
+  Window writer_window_;
   uint64_t seed_ = 0;
 };
 

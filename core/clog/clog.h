@@ -66,6 +66,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/counter.h"
 #include "core/locks/lwlock.h"
 #include "core/proc.h"
 #include "core/wal/types.h"
@@ -110,13 +111,14 @@ struct ClogGeometry {
 };
 
 // Model-level counters (instrumentation, written under the control lock, read after the run).
+// Under the control lock (core/counter.h: may be snapshot while clients run).
 struct ClogCounters {
-  uint64_t page_hits = 0;    // SimpleLruReadPage found the page in a buffer
-  uint64_t page_reads = 0;   // pages read from the backing store (a miss)
-  uint64_t page_writes = 0;  // dirty pages written to the backing store
-  uint64_t page_zeroes = 0;  // pages created by ExtendCLOG (and BootStrapCLOG)
-  uint64_t wal_flushes = 0;  // WAL flushes forced by writing a page with async commits (C4)
-  uint64_t status_sets = 0;  // status bits set
+  Counter page_hits;    // SimpleLruReadPage found the page in a buffer
+  Counter page_reads;   // pages read from the backing store (a miss)
+  Counter page_writes;  // dirty pages written to the backing store
+  Counter page_zeroes;  // pages created by ExtendCLOG (and BootStrapCLOG)
+  Counter wal_flushes;  // WAL flushes forced by writing a page with async commits (C4)
+  Counter status_sets;  // status bits set
 };
 
 // A copy of the whole CLOG after a run, what the verifier reads: page p's bytes, or empty when

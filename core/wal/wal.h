@@ -104,6 +104,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/counter.h"
 #include "core/locks/condition_variable.h"
 #include "core/platform/platform.h"
 #include "core/locks/lwlock.h"
@@ -125,13 +126,15 @@ namespace walbench {
     }                                                                                     \
   } while (0)
 
-// Model-level counters (instrumentation, written under the lock named, read after the run).
+// Model-level counters (instrumentation, written under the lock named; core/counter.h: any
+// thread may snapshot them while clients run).
 struct WalCounters {
-  uint64_t writes = 0;            // storage write calls (under WALWriteLock)
-  uint64_t fsyncs = 0;            // under WALWriteLock
-  uint64_t wal_buffers_full = 0;  // writes forced by a page eviction (pg_stat_wal)
-  uint64_t pages_initialised = 0; // under WALBufMappingLock (kLockFree: folded in by counters())
-  uint64_t flush_calls = 0;       // XLogFlush calls that had to do something (racy, approximate)
+  Counter writes;             // storage write calls (under WALWriteLock)
+  Counter fsyncs;             // under WALWriteLock
+  Counter wal_buffers_full;   // writes forced by a page eviction (pg_stat_wal)
+  Counter pages_initialised;  // under WALBufMappingLock (kLockFree: summed by counters())
+  Counter flush_calls;        // XLogFlush calls that had to do something (no common lock: may
+                              // lose an increment under a race, so approximate)
 };
 
 // How buffer pages are initialised ahead of inserters (config wal.buffer_init).
@@ -190,14 +193,14 @@ class Wal {
   // PostgreSQL's fsync GUC: off, a flush makes the WAL "flushed" without issue_xlog_fsync (no
   // storage sync, no simulated device latency). Set before the clients start.
   void set_fsync(bool on) { fsync_ = on; }
-  // After the run (no client active).
-  const WalCounters& counters() const {
-    if (buffer_init_ == BufferInit::kLockFree)
-    {
-      counters_.pages_initialised = 0;
-      for (uint32_t i = 0; i < num_procs_; ++i) counters_.pages_initialised += lf_pages_by_proc_[i].n;
+  // A snapshot; may be taken while clients run (core/counter.h).
+  WalCounters counters() const {
+    WalCounters c = counters_;
+    if (buffer_init_ == BufferInit::kLockFree) {
+      c.pages_initialised = 0;
+      for (uint32_t i = 0; i < num_procs_; ++i) c.pages_initialised += lf_pages_by_proc_[i].n;
     }
-    return counters_;
+    return c;
   }
   // Inspection for tests and instrumentation (racy while clients run, but each value is read
   // atomically where the design makes it atomic).
@@ -491,7 +494,7 @@ class Wal {
   // Instrumentation (PostgreSQL has no such counter): pages each client initialised, one
   // padded slot per procno written only by its owner, so counting adds no shared traffic.
   struct alignas(64) PageCount {
-    uint64_t n = 0;
+    Counter n;
   };
   const uint32_t num_procs_;
   std::unique_ptr<PageCount[]> lf_pages_by_proc_;
@@ -501,7 +504,7 @@ class Wal {
   typename P::template Shared<uint64_t> async_xact_lsn_{0};
   alignas(128) typename P::template Atomic<uint64_t> log_write_result_{0};
   typename P::template Atomic<uint64_t> log_flush_result_{0};
-  mutable WalCounters counters_;  // mutable: counters() folds in lf_pages_by_proc_
+  WalCounters counters_;
 };
 
 }  // namespace walbench

@@ -64,8 +64,8 @@ class ClogExclusive {
   }
 
  private:
-  struct alignas(64) Stats {  // owner-only instrumentation
-    uint64_t page_updates = 0;
+  struct alignas(64) Stats {  // owner-only instrumentation (core/counter.h)
+    Counter page_updates;
   };
   Clog<P>& clog_;
   std::vector<Stats> stats_;

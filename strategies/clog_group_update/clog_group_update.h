@@ -144,15 +144,15 @@ class ClogGroupUpdate {
   }
 
  private:
-  struct alignas(64) Stats {  // owner-only instrumentation
-    uint64_t alone = 0;          // conditional acquire succeeded
-    uint64_t leaders = 0;
-    uint64_t followers = 0;
-    uint64_t group_members = 0;  // statuses set as leader
-    uint64_t largest_group = 0;
-    uint64_t fallback_page = 0;  // list head wanted another page
-    uint64_t not_eligible = 0;   // tree over pages, too many subxids, or not the cached ones
-    uint64_t extra_wakeups = 0;  // stray semaphore posts absorbed while following (G4)
+  struct alignas(64) Stats {  // owner-only instrumentation (core/counter.h)
+    Counter alone;          // conditional acquire succeeded
+    Counter leaders;
+    Counter followers;
+    Counter group_members;  // statuses set as leader
+    Counter largest_group;  // a maximum, not a sum: covers the whole run
+    Counter fallback_page;  // list head wanted another page
+    Counter not_eligible;   // tree over pages, too many subxids, or not the cached ones
+    Counter extra_wakeups;  // stray semaphore posts absorbed while following (G4)
   };
 
   // The group path applies to the transaction in the Proc: its own xid and exactly its cached,
@@ -233,7 +233,7 @@ class ClogGroupUpdate {
     }
     lock.release(me);
     st.group_members += members;
-    st.largest_group = std::max(st.largest_group, members);
+    st.largest_group = std::max<uint64_t>(st.largest_group, members);
 
     // 7: wake everyone, after dropping the lock.
     for (cur = wake; cur != kInvalidProcNo;) {

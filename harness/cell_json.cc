@@ -1,0 +1,270 @@
+// The cell entries of a result file; see cell_json.h and harness/RESULTS.md.
+#include "harness/cell_json.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "absl/strings/str_format.h"
+#include "core/platform/sim.h"
+#include "harness/config.h"
+#include "harness/measure.h"
+
+namespace walbench {
+
+using ojson = nlohmann::ordered_json;
+using json = nlohmann::json;
+
+json to_json(const PlatformSpec& p) {
+  json j = {{"kind", p.kind}, {"atomics", p.atomics}, {"spinlocks", p.spinlocks}};
+  if (p.kind == "sim") {
+    json machine = p.sim;
+    machine["kind"] = "sim";
+    j["preset"] = p.sim.contains("preset") ? p.sim["preset"] : json(nullptr);
+    if (p.sim.contains("preset_file")) j["preset_file"] = p.sim["preset_file"];
+    j["sim"] = SimConfig::from_json(machine, "/platform").to_json();
+  }
+  return j;
+}
+
+json to_json(const WalSpec& w) {
+  return {{"page_size", w.page_size},     {"segment_size", w.segment_size},
+          {"wal_buffers", w.wal_buffers}, {"storage", w.storage},
+          {"path", w.path},               {"fsync", w.fsync},
+          {"buffer_init", w.buffer_init}};
+}
+
+json to_json(const CommitSpec& c) {
+  return {{"synchronous_commit", c.synchronous_commit},
+          {"wal_writer_delay_ms", c.wal_writer_delay_ms},
+          {"wal_writer_flush_after", c.wal_writer_flush_after}};
+}
+
+json to_json(const ClogSpec& c) {
+  return {{"strategy", c.strategy},
+          {"params", c.params},
+          {"clog_buffers", c.clog_buffers},
+          {"page_size", c.page_size}};
+}
+
+json to_json(const WorkloadSpec& w) {
+  return {{"name", w.name},
+          {"record_size", w.record_size.to_json()},
+          {"record_size_label", w.record_size.label()},
+          {"transactional", w.transactional},
+          {"client_overhead_us", w.client_overhead_us},
+          {"client_overhead_jitter", w.client_overhead_jitter},
+          {"payload_ns_per_byte", w.payload_ns_per_byte}};
+}
+
+json to_json(const RunSpec& r) {
+  return {{"duration_s", r.duration_s},
+          {"warmup_s", r.warmup_s},
+          {"repetitions", r.repetitions},
+          {"seed", r.seed},
+          {"progress_interval_s", r.progress_interval_s},
+          {"verify", r.verify},
+          {"watchdog_s", r.watchdog_s},
+          {"interleave", r.interleave},
+          {"min_txns_per_client", r.min_txns_per_client},
+          {"trend_warn_pct", r.trend_warn_pct}};
+}
+
+ojson cell_setup_json(const CellSpec& cell) {
+  ojson c;
+  c["index"] = cell.index;
+  c["label"] = cell.label;
+  c["strategy"] = cell.strategy;
+  c["params"] = ojson(cell.strategy_params);
+  c["clients"] = cell.clients;
+  c["matrix"] = ojson(cell.matrix_values);
+  c["platform"] = ojson(to_json(cell.platform));
+  c["workload"] = ojson(to_json(cell.workload));
+  c["wal"] = ojson(to_json(cell.wal));
+  c["commit"] = ojson(to_json(cell.commit));
+  c["clog"] = ojson(to_json(cell.clog));
+  c["run"] = ojson(to_json(cell.run));
+  return c;
+}
+
+ojson config_of_cell(const json& cell, const std::string& where) {
+  for (const char* k : {"label", "strategy", "params", "clients", "platform", "workload", "wal",
+                        "commit", "clog", "run"})
+    if (!cell.contains(k))
+      throw UsageError(where + ": the cell has no \"" + k +
+                       "\" (result files before schema_version 2 do not record a cell's full "
+                       "setup; rerun needs one written by this walbench)");
+  const json& pf = cell["platform"];
+  for (const char* k : {"kind", "atomics", "spinlocks"})
+    if (!pf.contains(k))
+      throw UsageError(where + ": /platform has no \"" + k + "\" (not a schema_version 2 cell)");
+  ojson platform = {{"kind", pf["kind"]}, {"atomics", pf["atomics"]}, {"spinlocks", pf["spinlocks"]}};
+  if (pf["kind"] == "sim") {
+    if (!pf.contains("sim") || !pf["sim"].is_object())
+      throw UsageError(where + ": /platform has no resolved \"sim\" machine");
+    // Every parameter is there, so the preset is only a label: a preset file that is gone
+    // since is not read again (SimConfig::from_json).
+    if (pf.contains("preset") && !pf["preset"].is_null()) platform["preset"] = pf["preset"];
+    if (pf.contains("preset_file")) platform["preset_file"] = pf["preset_file"];
+    for (const auto& [k, v] : pf["sim"].items()) platform[k] = v;
+  }
+  ojson workload = ojson(cell["workload"]);
+  workload.erase("record_size_label");
+  ojson clog = ojson(cell["clog"]);
+  clog["strategy"] = ojson{{"name", cell["clog"]["strategy"]}, {"params", cell["clog"]["params"]}};
+  clog.erase("params");
+  ojson config;
+  config["description"] = "rerun of " + where;
+  config["platform"] = platform;
+  config["wal"] = ojson(cell["wal"]);
+  config["commit"] = ojson(cell["commit"]);
+  config["clog"] = clog;
+  config["workload"] = workload;
+  config["run"] = ojson(cell["run"]);
+  config["strategy"] = {{"name", cell["strategy"]}, {"label", cell["label"]}, {"params", cell["params"]}};
+  config["matrix"] = {{"clients", ojson::array({cell["clients"]})}};
+  return config;
+}
+
+json per_txn_json(const json& window_totals, const json& lock_stats, const json& model_window,
+                  uint64_t window_txns_monitor) {
+  const uint64_t txns = window_totals.value("txns", uint64_t{0});
+  if (txns == 0) return nullptr;
+  const double n = static_cast<double>(txns);
+  json j;
+  j["wal_bytes"] = window_totals.value("wal_bytes", 0.0) / n;
+  j["records"] = window_totals.value("records", 0.0) / n;
+  j["xids"] = window_totals.value("xids", 0.0) / n;
+  json locks = json::object();
+  if (lock_stats.is_object())
+    for (const auto& [name, s] : lock_stats.items()) {
+      if (!s.is_object()) continue;
+      locks[name] = {{"acquisitions", s.value("acquisitions", 0.0) / n},
+                     {"contended", s.value("contended", 0.0) / n},
+                     {"sleeps", s.value("sleeps", 0.0) / n},
+                     {"wait_us", s.value("wait_ms", 0.0) * 1000.0 / n}};
+    }
+  j["locks"] = std::move(locks);
+  json model = json::object();
+  if (model_window.is_object() && window_txns_monitor > 0) {
+    const double m = static_cast<double>(window_txns_monitor);
+    for (const char* k : {"writes", "fsyncs", "flushes", "wal_buffers_full", "pages_initialised"})
+      if (model_window.contains(k) && model_window[k].is_number())
+        model[k] = model_window[k].get<double>() / m;
+  }
+  j["model"] = std::move(model);
+  return j;
+}
+
+namespace {
+
+// The median of every number at the same place in a list of objects of the same shape.
+json median_of_objects(const std::vector<const json*>& objs) {
+  if (objs.empty() || !objs.front()->is_object()) return nullptr;
+  json out = json::object();
+  for (const auto& [key, first] : objs.front()->items()) {
+    std::vector<const json*> members;
+    for (const json* o : objs)
+      if (o->is_object() && o->contains(key)) members.push_back(&(*o)[key]);
+    if (first.is_object()) {
+      out[key] = median_of_objects(members);
+    } else if (first.is_number()) {
+      std::vector<double> v;
+      for (const json* m : members)
+        if (m->is_number()) v.push_back(m->get<double>());
+      out[key] = median(v);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ojson summarize_cell(const std::vector<RepetitionNumbers>& reps) {
+  std::vector<double> tps, bps, lat;
+  std::vector<const json*> per_txn;
+  for (const auto& r : reps) {
+    if (!r.measured) continue;
+    tps.push_back(r.tps);
+    bps.push_back(r.bytes_per_s);
+    lat.push_back(r.lat_mean_ms);
+    if (!r.per_txn.is_null()) per_txn.push_back(&r.per_txn);
+  }
+  if (tps.empty()) return nullptr;
+  ojson s;
+  s["repetitions"] = tps.size();
+  s["tps_median"] = median(tps);
+  s["tps_min"] = *std::min_element(tps.begin(), tps.end());
+  s["tps_max"] = *std::max_element(tps.begin(), tps.end());
+  const auto rsd = rsd_pct(tps);
+  s["tps_rsd_pct"] = rsd ? ojson(*rsd) : ojson(nullptr);
+  const auto ci = median_ci(tps);
+  s["tps_ci"] = ci ? ojson{{"lo", ci->lo}, {"hi", ci->hi}, {"level", ci->level}} : ojson(nullptr);
+  s["bytes_per_s_median"] = median(bps);
+  s["lat_ms_median"] = median(lat);
+  s["per_txn"] = ojson(median_of_objects(per_txn));
+  return s;
+}
+
+std::vector<std::string> cell_warnings(const CellSpec& cell, const json& repetitions) {
+  std::vector<std::string> w;
+  const RunSpec& rs = cell.run;
+  const size_t nreps = repetitions.size();
+  auto rep_prefix = [&](size_t r) {
+    return nreps > 1 ? absl::StrFormat("repetition %d: ", r + 1) : std::string();
+  };
+  for (size_t r = 0; r < nreps; ++r) {
+    const json& rep = repetitions[r];
+    if (!rep.contains("txns") || !rep["txns"].is_number()) continue;
+    const double per_client =
+        rep["txns"].get<double>() / static_cast<double>(std::max<uint32_t>(cell.clients, 1));
+    if (per_client < rs.min_txns_per_client)
+      w.push_back(rep_prefix(r) + absl::StrFormat(
+                                      "%.1f transactions per client in the window (under "
+                                      "run.min_txns_per_client = %d): too few to measure",
+                                      per_client, rs.min_txns_per_client));
+    const uint64_t idle = rep.value("clients_without_txn", uint64_t{0});
+    if (idle > 0)
+      w.push_back(rep_prefix(r) +
+                  absl::StrFormat("%d of %d clients finished no transaction in the window", idle,
+                                  cell.clients));
+    // Progress intervals: the trend inside the window and the time to steady state.
+    if (rs.progress_interval_s <= 0 || !rep.contains("progress")) continue;
+    const double step = rs.progress_interval_s;
+    const double w0 = rs.warmup_s, w1 = rs.warmup_s + rs.duration_s;
+    std::vector<std::pair<double, double>> inside, all;  // (interval end t, tps)
+    for (const auto& p : rep["progress"]) {
+      if (!p.contains("t") || !p["tps"].is_number()) continue;
+      const double t = p["t"].get<double>(), tps = p["tps"].get<double>();
+      all.emplace_back(t, tps);
+      if (t - step >= w0 - step / 2 && t <= w1 + step / 2) inside.emplace_back(t, tps);
+    }
+    if (inside.size() >= 2) {
+      const double first = inside.front().second, last = inside.back().second;
+      const double mean = (first + last) / 2;
+      if (mean > 0 && std::fabs(last - first) / mean * 100 > rs.trend_warn_pct)
+        w.push_back(rep_prefix(r) + absl::StrFormat(
+                                        "throughput drifts inside the window: first interval %.0f "
+                                        "tps, last %.0f tps (%+.0f%%, over run.trend_warn_pct = %g)",
+                                        first, last, (last / first - 1) * 100, rs.trend_warn_pct));
+      std::vector<double> v;
+      for (const auto& [t, tps] : inside) v.push_back(tps);
+      const double m = median(v);
+      double settled = -1;
+      for (const auto& [t, tps] : all)
+        if (m > 0 && std::fabs(tps - m) / m * 100 <= rs.trend_warn_pct) {
+          settled = t - step;  // the start of the first interval within the band
+          break;
+        }
+      if (settled > w0 + step / 2)
+        w.push_back(rep_prefix(r) +
+                    absl::StrFormat("throughput reached its window median (within %g%%) only %.2f s "
+                                    "after the start, past the warm-up of %g s: lengthen "
+                                    "run.warmup_s",
+                                    rs.trend_warn_pct, settled, w0));
+    }
+  }
+  return w;
+}
+
+}  // namespace walbench

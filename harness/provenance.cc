@@ -1,0 +1,138 @@
+// Provenance of a result file; see provenance.h.
+#include "harness/provenance.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "harness/runner.h"
+
+namespace walbench {
+
+namespace {
+
+std::string& command_line_storage() {
+  static std::string s;
+  return s;
+}
+
+std::string read_cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  std::string fallback;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    std::string value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.erase(value.begin());
+    if (key == "model name" && !value.empty()) return value;
+    if ((key == "Hardware" || key == "cpu model" || key == "uarch") && fallback.empty())
+      fallback = value;
+  }
+  return fallback.empty() ? "unknown" : fallback;
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Runs a command and returns its standard output ("" when it fails).
+std::string capture(const std::string& cmd, bool* ok) {
+  *ok = false;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return "";
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *ok = ::pclose(p) == 0;
+  return out;
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789-_./=:,+@%") == std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+std::string version_line() {
+  const BuildInfo& b = build_info();
+  return absl::StrFormat("walbench %s (git %s%s, %s build)", kWalbenchVersion,
+                         b.git_sha.substr(0, 12), b.git_dirty ? "+dirty" : "", b.build_type);
+}
+
+nlohmann::json source_tree_now() {
+  const std::string& dir = build_info().source_dir;
+  std::error_code ec;
+  if (dir.empty() || !std::filesystem::is_directory(std::filesystem::path(dir) / ".git", ec) &&
+                         !std::filesystem::is_regular_file(std::filesystem::path(dir) / ".git", ec))
+    return nullptr;
+  bool ok = false;
+  std::string head = capture("git -C " + shell_quote(dir) + " rev-parse HEAD 2>/dev/null", &ok);
+  if (!ok) return nullptr;
+  while (!head.empty() && (head.back() == '\n' || head.back() == '\r')) head.pop_back();
+  std::string status = capture("git -C " + shell_quote(dir) +
+                                   " status --porcelain -- . ':(exclude)results' 2>/dev/null",
+                               &ok);
+  if (!ok) return nullptr;
+  return {{"git_sha", head}, {"git_dirty", !status.empty()}};
+}
+
+void set_command_line(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + shell_quote(argv[i]);
+  command_line_storage() = s;
+}
+
+const std::string& command_line() { return command_line_storage(); }
+
+nlohmann::ordered_json run_context() {
+  nlohmann::ordered_json c;
+  c["schema_version"] = kResultSchemaVersion;
+  c["walbench_version"] = kWalbenchVersion;
+  c["date"] = utc_now_iso8601();
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
+  c["host"] = std::string(host);
+  c["cpu_model"] = read_cpu_model();
+  c["logical_cores"] = std::thread::hardware_concurrency();
+  struct utsname u {};
+  if (uname(&u) == 0)
+    c["kernel"] = absl::StrFormat("%s %s %s %s", u.sysname, u.release, u.version, u.machine);
+  else
+    c["kernel"] = "unknown";
+  const BuildInfo& b = build_info();
+  c["git_sha"] = b.git_sha;
+  c["git_dirty"] = b.git_dirty;
+  c["git_diff_hash"] = b.git_diff_hash.empty() ? nlohmann::ordered_json(nullptr)
+                                               : nlohmann::ordered_json(b.git_diff_hash);
+  const nlohmann::json now = source_tree_now();
+  if (!now.is_null() && (now["git_sha"] != b.git_sha || now["git_dirty"] != b.git_dirty))
+    c["source_tree_now"] = nlohmann::ordered_json(now);
+  c["build"] = {{"type", b.build_type}, {"compiler", b.compiler}, {"flags", b.flags}};
+  c["command_line"] = command_line();
+  return c;
+}
+
+nlohmann::json machine_context() { return nlohmann::json(run_context()); }
+
+}  // namespace walbench

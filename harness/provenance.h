@@ -1,0 +1,44 @@
+// Provenance of a result file (harness/RESULTS.md "context"): which code, built how, run how,
+// on which machine. The build's part is recorded at build time by cmake/build_info.cmake (every
+// build, not at configure time); the rest is read when a run starts.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace walbench {
+
+struct BuildInfo {
+  std::string git_sha;        // full commit hash of HEAD when built, or "unknown" (no git)
+  bool git_dirty;             // tracked changes or untracked files (outside results/) when built
+  std::string git_diff_hash;  // SHA-256 of those changes ("" when clean)
+  std::string build_type;     // CMAKE_BUILD_TYPE
+  std::string compiler;       // compiler id and version
+  std::string flags;          // compile flags of the build type and the project's options
+  std::string source_dir;     // where it was built from
+};
+const BuildInfo& build_info();  // generated: build/<preset>/generated/build_info.cc
+
+// "walbench 0.1.0 (git 459b95f953a2+dirty, Release build)"
+std::string version_line();
+
+// The source tree's git state now (HEAD and dirty flag), to catch a binary older than its
+// sources: {"git_sha": ..., "git_dirty": ...}, or null where the source directory is gone or
+// is not a git work tree.
+nlohmann::json source_tree_now();
+
+// The process's command line, as one shell-quoted string (set once by main()).
+void set_command_line(int argc, char** argv);
+const std::string& command_line();
+
+// The context block's machine and build members, in order: schema_version, walbench_version,
+// date (UTC ISO 8601), host, cpu_model, logical_cores, kernel, git_sha, git_dirty,
+// git_diff_hash, source_tree_now (only when it differs from the build), build {type, compiler,
+// flags}, command_line.
+nlohmann::ordered_json run_context();
+// The same, unordered (for preset files written by `walbench calibrate`).
+nlohmann::json machine_context();
+
+}  // namespace walbench

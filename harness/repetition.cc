@@ -1,0 +1,178 @@
+// One repetition of one cell; see repetition.h and harness/RESULTS.md.
+#include "harness/repetition.h"
+
+#include <cmath>
+#include <memory>
+#include <ostream>
+
+#include "absl/strings/str_format.h"
+#include "harness/measure.h"
+
+namespace walbench {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+ojson progress_entry(double t, double tps, double lat_ms, double stddev_ms) {
+  ojson j;
+  j["t"] = std::round(t * 1000.0) / 1000.0;
+  j["tps"] = tps;
+  j["lat_ms"] = std::isnan(lat_ms) ? ojson(nullptr) : ojson(lat_ms);
+  j["stddev_ms"] = std::isnan(stddev_ms) ? ojson(nullptr) : ojson(stddev_ms);
+  return j;
+}
+
+}  // namespace
+
+RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t seed, bool quiet,
+                         std::ostream& err, const StuckHandler& on_stuck) {
+  RepResult res;
+  res.json["seed"] = seed;
+  auto fail = [&](const std::string& msg) {
+    if (res.ok) {
+      res.ok = false;
+      res.error = msg;
+    }
+  };
+  auto finalize_json = [&]() {
+    res.json["ok"] = res.ok;
+    res.json["error"] = res.ok ? ojson(nullptr) : ojson(res.error);
+  };
+
+  std::unique_ptr<CellRun> run;
+  try {
+    run = factory(cell, seed);
+  } catch (const std::exception& e) {
+    fail(std::string("building the model: ") + e.what());
+  } catch (...) {
+    fail("building the model: unknown exception");
+  }
+  if (res.ok && !run) fail("building the model: the factory returned no model");
+  if (!res.ok) {
+    finalize_json();
+    return res;
+  }
+
+  const uint32_t n = cell.clients;
+  RunControl ctl(n);
+  ThreadsObservation obs;  // what either platform observed, in its own time unit
+  nlohmann::json platform_stats;
+
+  if (run->drives_itself()) {
+    // A simulated platform runs its clients as fibers in virtual time; it reports the same
+    // observations the thread monitor makes, in virtual seconds.
+    DrivenRun d;
+    try {
+      d = run->drive(ctl, cell.run);
+    } catch (const std::exception& e) {
+      d.error = e.what();
+    }
+    if (!d.error.empty()) fail(d.error);
+    obs.measured = d.measured && d.error.empty();
+    if (obs.measured) {
+      obs.txns0 = d.txns0;
+      obs.bytes0 = d.bytes0;
+      obs.txns1 = d.txns1;
+      obs.bytes1 = d.bytes1;
+      obs.elapsed_s = d.window_s;
+      obs.model_at_open = d.model_at_open;
+      obs.model_at_close = d.model_at_close;
+    }
+    for (const auto& p : d.progress) {
+      obs.progress.push_back(progress_entry(p.t, p.tps, p.lat_ms, p.stddev_ms));
+      if (!quiet) err << format_progress_line(p.t, p.tps, p.lat_ms, p.stddev_ms) << '\n';
+    }
+    obs.wait_samples = d.wait_samples;
+    platform_stats = d.platform_stats;
+  } else {
+    run_threads_repetition(
+        cell, *run, ctl, quiet, err, obs, fail, [&](const std::string& suffix) {
+          res.error += suffix;
+          res.json["progress"] = obs.progress;
+          finalize_json();
+          on_stuck(res);
+        });
+  }
+
+  try {
+    run->finish();
+  } catch (const std::exception& e) {
+    fail(std::string("finish: ") + e.what());
+  } catch (...) {
+    fail("finish: unknown exception");
+  }
+
+  // ---- Numbers of the timed window ----
+  uint64_t txns = 0;
+  if (obs.measured) {
+    uint64_t bytes = 0, idle = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      txns += obs.txns1[i] - obs.txns0[i];
+      bytes += obs.bytes1[i] - obs.bytes0[i];
+      if (obs.txns1[i] == obs.txns0[i]) ++idle;
+    }
+    const double elapsed = obs.elapsed_s;
+    RepetitionNumbers& num = res.numbers;
+    num.measured = true;
+    num.tps = elapsed > 0 ? static_cast<double>(txns) / elapsed : 0.0;
+    num.bytes_per_s = elapsed > 0 ? static_cast<double>(bytes) / elapsed : 0.0;
+    const LatencySummaryMs lat = summarize_latency(ctl.counters);
+    num.lat_mean_ms = lat.mean;
+    res.json["tps"] = num.tps;
+    res.json["bytes_per_s"] = num.bytes_per_s;
+    res.json["txns"] = txns;
+    res.json["elapsed_s"] = elapsed;
+    res.json["clients_without_txn"] = idle;
+    res.json["latency_ms"] = lat.to_json();
+  } else {
+    for (const char* k : {"tps", "bytes_per_s", "txns", "elapsed_s", "clients_without_txn", "latency_ms"})
+      res.json[k] = nullptr;
+  }
+  res.json["progress"] = std::move(obs.progress);
+  ojson waits = ojson::object();
+  for (size_t e = 0; e <= kNumWaitEvents; ++e) {
+    if (obs.wait_samples[e] == 0) continue;
+    waits[e < kNumWaitEvents ? wait_event_name(static_cast<WaitEvent>(e)) : "?"] = obs.wait_samples[e];
+  }
+  res.json["wait_events"] = std::move(waits);
+  nlohmann::json lock_stats, model_window = nullptr, totals;
+  try {
+    lock_stats = run->lock_stats();
+  } catch (const std::exception& e) {
+    lock_stats = {{"error", e.what()}};
+  }
+  const WindowTotals wt = run->window_totals();
+  totals = {{"txns", wt.txns}, {"records", wt.records}, {"wal_bytes", wt.wal_bytes}, {"xids", wt.xids}};
+  if (obs.measured && !obs.model_at_open.is_null() && !obs.model_at_close.is_null())
+    model_window = counter_delta(obs.model_at_close, obs.model_at_open);
+  res.json["window"] = ojson(totals);
+  res.json["lock_stats"] = ojson(lock_stats);
+  res.json["model"] = ojson(model_window);
+  if (!platform_stats.is_null() && !platform_stats.empty()) res.json["platform"] = ojson(platform_stats);
+  res.numbers.per_txn = obs.measured ? per_txn_json(totals, lock_stats, model_window, txns) : nullptr;
+  res.json["per_txn"] = ojson(res.numbers.per_txn);
+
+  // ---- Verify (only a model whose clients all ran to the end) ----
+  res.json["verify"] = nullptr;
+  if (cell.run.verify && res.ok) {
+    try {
+      const VerifyResult vr = run->verify();
+      res.json["verify"] = ojson(vr.to_json());
+      if (!vr.ok) {
+        res.verify_text = "FAILED";
+        fail("verify failed: " + (vr.error.empty() ? std::string("(no message)") : vr.error));
+      } else {
+        res.verify_text = vr.skipped ? "skipped" : "ok";
+      }
+    } catch (const std::exception& e) {
+      res.verify_text = "FAILED";
+      fail(std::string("verify: ") + e.what());
+    }
+  }
+  if (res.ok && !obs.measured) fail("the clients returned before the timed window ended");
+  finalize_json();
+  return res;
+}
+
+}  // namespace walbench

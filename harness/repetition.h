@@ -1,0 +1,54 @@
+// One repetition of one cell (the order of events is in runner.h): build the model, run the
+// clients (on real threads with the monitor of threads_monitor.cc, or driven by a simulated
+// platform), take the window's numbers, finish, verify. Internal to the runner.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/cell.h"
+#include "harness/cell_json.h"
+#include "harness/spec.h"
+
+namespace walbench {
+
+struct RepResult {
+  bool ok = true;
+  std::string error;                // when !ok
+  std::string verify_text = "off";  // "ok" | "skipped" | "off" | "FAILED"
+  RepetitionNumbers numbers;
+  nlohmann::ordered_json json;      // the repetition entry of the result file
+};
+
+// Called when client threads are stuck for good; must not return (it ends the process).
+using StuckHandler = std::function<void(const RepResult&)>;
+
+RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t seed, bool quiet,
+                         std::ostream& err, const StuckHandler& on_stuck);
+
+// What the thread monitor observed in one repetition (threads_monitor.cc).
+struct ThreadsObservation {
+  bool measured = false;
+  double elapsed_s = 0;  // the timed window's measured wall time
+  std::vector<uint64_t> txns0, bytes0, txns1, bytes1;
+  nlohmann::json model_at_open, model_at_close;
+  nlohmann::ordered_json progress = nlohmann::ordered_json::array();
+  std::array<uint64_t, kNumWaitEvents + 1> wait_samples{};  // last slot: out-of-range values
+};
+
+// Runs one repetition on real threads: starts the clients on a barrier, then the calling thread
+// is the monitor (phases, progress, wait-event sampler, watchdog) until the clients returned.
+// `fail(msg)` records a failure; `stuck(msg)` is called when clients do not return after the
+// watchdog fired, and does not return.
+void run_threads_repetition(const CellSpec& cell, CellRun& run, RunControl& ctl, bool quiet,
+                            std::ostream& err, ThreadsObservation& obs,
+                            const std::function<void(const std::string&)>& fail,
+                            const std::function<void(const std::string&)>& stuck);
+
+}  // namespace walbench
