@@ -405,10 +405,9 @@ HostLimits host_limits() {
 // plus a PROT_NONE guard page (boost::context::protected_fixedsize_stack), two memory mappings
 // each. Past vm.max_map_count the next mmap fails and the run dies with std::bad_alloc
 // (measured: 32,770 stacks under the default 65530; walbench with 33,000 clients fails).
-void check_host_limits(const CellSpec& c, const std::map<std::string, std::string>& src,
-                       const std::string& file) {
+void check_host_limits(const CellSpec& c, const HostLimits& limits,
+                       const std::map<std::string, std::string>& src, const std::string& file) {
   if (c.platform.kind != "sim") return;
-  const HostLimits limits = host_limits();
   auto it = src.find("clients");
   const Where w{file, it == src.end() ? "" : it->second};
   const uint64_t fibers = uint64_t{c.clients} + 1;
@@ -455,6 +454,7 @@ std::vector<CellSpec> expand(const Plan& plan) {
     return {};
   }
   std::set<std::string> reported;  // collecting: each cross-field error once, not once per cell
+  const HostLimits limits = host_limits();
   std::vector<size_t> sizes = {plan.variants.size(), plan.clients.size()};
   for (const auto& d : plan.dims) sizes.push_back(d.values.size());
 
@@ -492,18 +492,17 @@ std::vector<CellSpec> expand(const Plan& plan) {
     }
     // platform.kind swept to "sim" from a threads base: the default machine, resolved.
     if (c.platform.kind == "sim" && c.platform.sim.empty()) c.platform.sim = SimConfig().to_json();
-    if (plan.errors == nullptr) {
-      check_cell(c, src, plan.file);
-      check_host_limits(c, src, plan.file);
-    } else {
-      for (auto check : {check_cell, check_host_limits}) {
-        try {
-          check(c, src, plan.file);
-        } catch (const ConfigError& e) {
-          if (reported.insert(e.what()).second) plan.errors->push_back(e);
-        }
+    // Collecting, each check on its own, and each error once however many cells share it.
+    auto check = [&](auto&& run_check) {
+      if (plan.errors == nullptr) return run_check();
+      try {
+        run_check();
+      } catch (const ConfigError& e) {
+        if (reported.insert(e.what()).second) plan.errors->push_back(e);
       }
-    }
+    };
+    check([&] { check_cell(c, src, plan.file); });
+    check([&] { check_host_limits(c, limits, src, plan.file); });
     cells.push_back(std::move(c));
 
     for (size_t k = sizes.size(); k-- > 0;) {

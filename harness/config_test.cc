@@ -827,6 +827,15 @@ TEST_CASE("sim cells past vm.max_map_count or memory fail at validation, naming 
   check_one_line(e);
   CHECK(expand(R"({"strategy": "ideal", "platform": {"kind": "sim"}, "matrix": {"clients": [1, 987]}})")
             .size() == 2);
+  // validate reports it beside a cross-field error of the same cell.
+  TempDir dir;
+  const auto both = config_errors(
+      dir.write("both.json", R"({"strategy": "ideal", "platform": {"kind": "sim"},
+                                 "wal": {"segment_size": 8192}, "matrix": {"clients": [988]}})"),
+      {});
+  REQUIRE(both.size() == 2);
+  CHECK(both[0].json_path == "/wal/segment_size");
+  CHECK(both[1].json_path == "/matrix/clients/0");
   // Threads cells have no fibers.
   CHECK(expand(R"({"strategy": "ideal", "matrix": {"clients": [1, 988]}})").size() == 2);
   // The top-level clients default (1) has no path to name: the error names the file.
