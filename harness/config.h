@@ -76,9 +76,15 @@ void apply_override(nlohmann::json& config, const std::string& assignment);
 // then the other matrix keys in file order (the last one varies fastest). Each cell carries
 // index/total within this config, its variant label, its matrix_values (every matrix key with
 // more than one value; "strategy" maps to the variant label) and the resolved spec. `file` is
-// used in error messages only.
-std::vector<CellSpec> expand_matrix(const nlohmann::ordered_json& config, const std::string& file);
-std::vector<CellSpec> expand_matrix(const nlohmann::json& config, const std::string& file);
+// used in error messages only; relative preset files (platform "sim") are looked up in
+// `preset_dir` ("" = the current directory), then in the repository's presets/. A sim cell's
+// platform.sim is the resolved machine (SimConfig::resolved_json): every parameter, "preset" as
+// given and "preset_file", the absolute path read, so that the cell stands on its own.
+// Sim cells are also checked against this machine's limits (HostLimits).
+std::vector<CellSpec> expand_matrix(const nlohmann::ordered_json& config, const std::string& file,
+                                    const std::string& preset_dir = "");
+std::vector<CellSpec> expand_matrix(const nlohmann::json& config, const std::string& file,
+                                    const std::string& preset_dir = "");
 
 // The shape of a config's matrix, for `walbench validate`: ("strategies", 3), ("clients", 4),
 // ("workload.record_size", 2) ... in expansion order, and the cell count (their product).
@@ -88,20 +94,56 @@ struct MatrixShape {
   // "3 strategies x 4 clients x 2 workload.record_size"
   std::string describe() const;
 };
-MatrixShape matrix_shape(const nlohmann::ordered_json& config, const std::string& file);
+MatrixShape matrix_shape(const nlohmann::ordered_json& config, const std::string& file,
+                         const std::string& preset_dir = "");
+
+// What this machine allows a simulated cell. Each fiber of a sim cell (every client and the WAL
+// writer) gets an mmap'ed stack with a guard page: two memory mappings, counted against the
+// kernel's vm.max_map_count (65530 by default: about 32,000 clients), and resident memory.
+// A cell past a limit is a ConfigError naming it, the value and how to raise it, instead of a
+// std::bad_alloc in the middle of the run.
+struct HostLimits {
+  uint64_t max_map_count = 0;  // /proc/sys/vm/max_map_count; 0 = unknown, not checked
+  uint64_t memory_bytes = 0;   // MemTotal, or CommitLimit under strict overcommit; 0 = unknown
+  bool strict_overcommit = false;  // vm.overcommit_memory = 2: whole stacks count
+  static HostLimits of_this_machine();  // from /proc
+};
+// Tests: check against `limits` instead of this machine's (nullptr: this machine again).
+void set_host_limits_for_testing(const HostLimits* limits);
 
 // Several config files, as `walbench run a.json b.json` takes them: each is loaded, gets every
 // override (in order), and is expanded; the cells are concatenated in file order and
 // renumbered 0..N-1 of N. An error in a value that came from a --set names that --set argument.
+// A relative preset file is looked up next to the config that names it; one named by a --set
+// (platform.preset=..., or a whole platform={...}) in the current directory.
 struct LoadedConfigs {
   std::vector<std::string> paths;
   std::vector<nlohmann::ordered_json> configs;  // after overrides
+  std::vector<MatrixShape> shapes;              // one per config
   std::vector<CellSpec> cells;
   // What the result file records: the config itself for one file, an array of them for several.
   nlohmann::json combined() const;
 };
 LoadedConfigs load_configs(const std::vector<std::string>& paths,
                            const std::vector<std::string>& overrides);
+
+// Every error of one config file with the overrides, each as load_configs() would report it
+// (for `walbench validate`); empty when it is valid. A file that does not parse gives its one
+// syntax error. Otherwise each bad override, and each independent part of the config that fails
+// (a top-level key, a section key, a matrix key or list item, a variant, a cross-field rule),
+// gives one error; a part that failed is left out, so that its consequences are not reported
+// as errors of their own.
+std::vector<ConfigError> config_errors(const std::string& path,
+                                       const std::vector<std::string>& overrides);
+
+// What `walbench validate` says about the time a run takes: threads cells add up to a lower
+// bound on wall-clock time (repetitions x (warm-up + duration)); sim cells run in virtual time,
+// whose wall-clock cost depends on clients x duration and is not estimated:
+//   "at least 6 min of timed runs (wall clock)"
+//   "virtual time per cell 0.12 s (20.2 s in all); real time depends on clients x duration, not
+//    estimated"
+// and both, each prefixed with its cell count, for a config that has both kinds.
+std::string run_time_summary(const std::vector<CellSpec>& cells);
 
 // Hex of a 64-bit FNV-1a over the canonical dump (keys sorted, no whitespace): equal configs
 // hash equal whatever their key order or formatting in the file.

@@ -2,10 +2,13 @@
 #include "harness/config.h"
 
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -13,6 +16,7 @@
 
 #include "tests/temp_dir.h"
 
+#include "core/platform/sim.h"
 #include "strategies/strategy.h"
 
 namespace walbench {
@@ -526,12 +530,331 @@ TEST_CASE("every shipped config in configs/ validates", "[config]") {
            std::filesystem::path(WALBENCH_SOURCE_DIR) / "configs")) {
     if (entry.path().extension() != ".json") continue;
     INFO(entry.path().string());
-    const OJson config = load_config_file(entry.path().string());
-    const auto cells = expand_matrix(config, entry.path().string());
-    CHECK(cells.size() == matrix_shape(config, entry.path().string()).cells);
+    const LoadedConfigs loaded = load_configs({entry.path().string()}, {});
+    CHECK(loaded.cells.size() == loaded.shapes.at(0).cells);
+    CHECK(config_errors(entry.path().string(), {}).empty());
     ++n;
   }
   CHECK(n > 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Preset files and the resolved machine of a sim cell
+
+namespace {
+
+// Changes the working directory for the scope of a test.
+struct InDirectory {
+  std::filesystem::path previous = std::filesystem::current_path();
+  explicit InDirectory(const std::filesystem::path& dir) { std::filesystem::current_path(dir); }
+  ~InDirectory() { std::filesystem::current_path(previous); }
+};
+
+const nlohmann::json& sim_of(const CellSpec& c) { return c.platform.sim; }
+
+}  // namespace
+
+TEST_CASE("preset files: relative to the config's directory; a --set one to the current one",
+          "[config]") {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path / "configs");
+  std::filesystem::create_directories(dir.path / "elsewhere");
+  // The same name in three places, each with another core count.
+  dir.write("configs/m.json", R"({"preset": "milan_1s", "cores": 16})");
+  dir.write("elsewhere/m.json", R"({"cores": 24, "sockets": 1})");
+  const std::string cfg = dir.write(
+      "configs/c.json",
+      R"({"platform": {"kind": "sim", "preset": "m.json", "smt": 2}, "strategy": "ideal"})");
+  InDirectory cwd(dir.path / "elsewhere");
+
+  const LoadedConfigs loaded = load_configs({cfg}, {});
+  REQUIRE(loaded.cells.size() == 1);
+  const nlohmann::json& sim = sim_of(loaded.cells[0]);
+  CHECK(sim["cores"] == 16);  // configs/m.json, not elsewhere/m.json
+  CHECK(sim["same_cluster_transfer_ns"] == 23);  // its base, milan_1s
+  CHECK(sim["smt"] == 2);                        // the config's own key over the file
+  CHECK(sim["preset"] == "m.json");              // the name as given
+  CHECK(sim["preset_file"] ==
+        (std::filesystem::absolute(dir.path) / "configs" / "m.json").lexically_normal().string());
+  // Every machine parameter is there, with no other key.
+  const nlohmann::json every_key = SimConfig().to_json();
+  for (auto it = every_key.begin(); it != every_key.end(); ++it) CHECK(sim.contains(it.key()));
+  CHECK(sim.size() == SimConfig().to_json().size() + 2);
+
+  // A --set value is the user's, typed relative to where they are.
+  const LoadedConfigs set = load_configs({cfg}, {"platform.preset=m.json"});
+  CHECK(sim_of(set.cells[0])["cores"] == 24);
+  CHECK(sim_of(set.cells[0])["preset_file"] ==
+        (std::filesystem::absolute(dir.path) / "elsewhere" / "m.json").lexically_normal().string());
+
+  // Not next to the config, nor in presets/: the error names both places and the --set.
+  std::filesystem::remove(dir.path / "elsewhere" / "m.json");
+  try {
+    load_configs({cfg}, {"platform.preset=m.json"});
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(e.file == "--set platform.preset=m.json");
+    CHECK(e.json_path == "/platform/preset");
+    CHECK(e.problem.find("preset file \"m.json\" not found") != std::string::npos);
+  }
+
+  // An error inside the file names the config's pointer, the file read and the key in it.
+  dir.write("configs/m.json", R"({"cores": "many"})");
+  try {
+    load_configs({cfg}, {});
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(e.file == cfg);
+    CHECK(e.json_path == "/platform/preset");
+    CHECK(std::string(e.what()).find("/platform/preset: " + (dir.path / "configs" / "m.json").string() +
+                                     ": /cores: expected a non-negative integer") !=
+          std::string::npos);
+  }
+
+  // A builtin preset has a name and no file; no preset at all, neither.
+  const auto builtin = expand(R"({"platform": {"kind": "sim", "preset": "milan_2s"}, "strategy": "ideal"})");
+  CHECK(sim_of(builtin[0])["preset"] == "milan_2s");
+  CHECK(!sim_of(builtin[0]).contains("preset_file"));
+  const auto bare = expand(R"({"platform": {"kind": "sim", "cores": 8}, "strategy": "ideal"})");
+  CHECK(!sim_of(bare[0]).contains("preset"));
+  CHECK(sim_of(bare[0])["cores"] == 8);
+  CHECK(sim_of(bare[0])["cross_socket_transfer_ns"] == SimConfig().cross_socket_transfer_ns);
+  // platform.kind swept to sim from threads: the default machine, every key.
+  const auto swept = expand(R"({"strategy": "ideal", "matrix": {"platform.kind": ["threads", "sim"]}})");
+  CHECK(sim_of(swept[1]) == SimConfig().to_json());
+}
+
+TEST_CASE("the resolved machine round-trips through SimConfig::from_json without its file",
+          "[config]") {
+  TempDir dir;
+  std::vector<std::string> presets = SimConfig::preset_names();
+  const std::string file =
+      dir.write("calibrated.json", R"({"description": "a measured machine", "preset": "cascadelake_2s",
+                                       "cores": 12, "sockets": 1, "fsync_ns": 1234, "placement": "compact",
+                                       "wake_jitter": 0.05, "copy_bytes_per_ns": 7.5})");
+  presets.push_back(file);
+  for (const std::string& name : presets) {
+    INFO(name);
+    const nlohmann::json given = {{"kind", "sim"}, {"preset", name}, {"smt", 2}};
+    const SimConfig machine = SimConfig::from_json(given, "/platform");
+    const nlohmann::json resolved = SimConfig::resolved_json(given, "/platform");
+    CHECK(resolved["preset"] == name);
+    CHECK(resolved.contains("preset_file") == (name == file));
+    // Feeding the resolved form back gives the identical machine, every field...
+    CHECK(SimConfig::from_json(resolved, "/platform").to_json() == machine.to_json());
+    // ... and the same resolved form (what a re-run of a result cell records).
+    CHECK(SimConfig::resolved_json(resolved, "/platform") == resolved);
+  }
+  // Where the file no longer exists: the resolved form does not need it.
+  const nlohmann::json resolved =
+      SimConfig::resolved_json({{"preset", file}, {"cores", 6}}, "/platform");
+  const SimConfig before = SimConfig::from_json(resolved, "/platform");
+  std::filesystem::remove(file);
+  CHECK_THROWS_WITH(SimConfig::from_json({{"preset", file}, {"cores", 6}}, "/platform"),
+                    Catch::Contains("not found"));
+  const SimConfig after = SimConfig::from_json(resolved, "/platform");
+  CHECK(after.to_json() == before.to_json());
+  CHECK(after.cores == 6);
+  CHECK(after.fsync_ns == 1234);
+  CHECK(after.copy_bytes_per_ns == 7.5);
+  CHECK(after.placement == SimPlacement::kCompact);
+
+  // preset_file belongs to the resolved form only: next to a partial object it is refused,
+  // so that nobody takes it for a way to name a file.
+  CHECK_THROWS_WITH(SimConfig::from_json({{"preset_file", file}, {"cores", 6}}, "/platform"),
+                    Catch::Contains("/platform/preset_file: walbench writes this key") &&
+                        Catch::Contains("name the file in \"preset\" instead"));
+  nlohmann::json no_file = resolved;
+  no_file["preset_file"] = 3;
+  CHECK_THROWS_WITH(SimConfig::from_json(no_file, "/platform"), Catch::Contains("expected a string"));
+  // A resolved cell's values are still validated.
+  nlohmann::json bad = resolved;
+  bad["cores"] = 0;
+  CHECK_THROWS_WITH(SimConfig::from_json(bad, "/platform"), Catch::Contains("/platform/cores"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every error of a config (walbench validate)
+
+TEST_CASE("config_errors reports every independent error, each as load_configs would",
+          "[config]") {
+  TempDir dir;
+  // Three errors in three places: a misspelled section key, a bad matrix item, a cross-field
+  // rule; the good values around them must not be reported.
+  const std::string three = dir.write("three.json", R"({
+    "strategy": "insert_locks",
+    "wal": {"page_sise": 8192, "wal_buffers": 64},
+    "commit": {"wal_writer_delay_ms": 10},
+    "workload": {"name": "tpcb_like", "transactional": false},
+    "matrix": {"clients": [1, -4, 8], "workload.record_size": [16, 64]}
+  })");
+  const std::vector<ConfigError> errors = config_errors(three, {});
+  std::vector<std::string> paths;
+  for (const auto& e : errors) paths.push_back(e.json_path);
+  CHECK(paths == std::vector<std::string>{"/wal/page_sise", "/matrix/clients/1",
+                                          "/workload/transactional"});
+  REQUIRE(errors.size() == 3);
+  CHECK(errors[0].suggestion == "page_size");
+  CHECK(errors[1].problem == "-4 is out of range");
+  CHECK(errors[2].problem.find("tpcb_like is always transactional") != std::string::npos);
+  for (const auto& e : errors) {
+    check_one_line(e);
+    CHECK(e.file == three);
+  }
+  // The first of them is what a run stops at.
+  try {
+    load_configs({three}, {});
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) == errors[0].what());
+  }
+
+  // Bad --set arguments, and values that came from a --set, are reported against the --set.
+  const std::string ok = dir.write("ok.json", R"({"strategy": "ideal", "run": {"seed": "x"}})");
+  const auto with_sets = config_errors(ok, {"run.duraton_s=1", "run.repetitions=0"});
+  REQUIRE(with_sets.size() == 3);
+  CHECK(with_sets[0].file == "--set run.duraton_s=1");
+  CHECK(with_sets[1].json_path == "/run/seed");  // in the order of the keys in the config
+  CHECK(with_sets[1].file == ok);
+  CHECK(with_sets[2].json_path == "/run/repetitions");
+  CHECK(with_sets[2].file == "--set run.repetitions=0");
+
+  // A failed variant is one error, not also "no strategy given"; a cross-field error repeated
+  // in every cell is reported once.
+  const auto variant = config_errors(
+      dir.write("v.json", R"({"strategy": "insert_lock", "wal": {"segment_size": 8192},
+                              "matrix": {"clients": [1, 2, 4]}})"),
+      {});
+  REQUIRE(variant.size() == 1);
+  CHECK(variant[0].suggestion == "insert_locks");
+  const auto per_cell = config_errors(
+      dir.write("p.json", R"({"strategy": "ideal", "wal": {"segment_size": 8192},
+                              "matrix": {"clients": [1, 2, 4]}})"),
+      {});
+  REQUIRE(per_cell.size() == 1);
+  CHECK(per_cell[0].json_path == "/wal/segment_size");
+  // A syntax error is the only one: nothing past it can be read.
+  const auto syntax = config_errors(dir.write("s.json", "{\"strategy\": \"ideal\",}"), {});
+  REQUIRE(syntax.size() == 1);
+  CHECK(syntax[0].line == 1);
+  // A good config has none.
+  CHECK(config_errors(dir.write("g.json", R"({"strategy": "ideal"})"), {}).empty());
+}
+
+namespace {
+
+struct CommandResult {
+  int rc = -1;
+  std::string out, err;
+};
+
+CommandResult run_walbench(const TempDir& dir, const std::string& args) {
+  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+  const std::string cmd = "cd '" + dir.path.string() + "' && '" + WALBENCH_BINARY + "' " + args +
+                          " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+}  // namespace
+
+TEST_CASE("walbench validate prints every error, one line each, and exits 2", "[config]") {
+  TempDir dir;
+  dir.write("three.json", R"({"strategy": "ideal", "run": {"duraton_s": 2, "seed": -1},
+                             "matrix": {"clients": [0, 2]}})");
+  dir.write("good.json", R"({"strategy": "ideal"})");
+  const CommandResult r = run_walbench(dir, "validate three.json good.json");
+  CHECK(r.rc == 2);
+  INFO(r.err);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 3);
+  CHECK(r.err.find("walbench: error: three.json: /run/duraton_s: unknown key") == 0);
+  CHECK(r.err.find("\nwalbench: error: three.json: /run/seed: -1 is out of range") !=
+        std::string::npos);
+  CHECK(r.err.find("\nwalbench: error: three.json: /matrix/clients/0: 0 is out of range") !=
+        std::string::npos);
+  CHECK(r.out == "good.json: ok, 1 cell (1 strategy x 1 client), at least 6 s of timed runs "
+                 "(wall clock)\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Time a run takes, as validate says it
+
+TEST_CASE("run_time_summary: wall clock for threads cells, virtual time for sim cells",
+          "[config]") {
+  const auto threads = expand(R"({"strategy": "ideal", "run": {"duration_s": 50, "warmup_s": 10,
+                                  "repetitions": 2}, "matrix": {"clients": [1, 2]}})");
+  CHECK(run_time_summary(threads) == "at least 4 min of timed runs (wall clock)");
+  // 168 sim cells of 0.12 virtual seconds: no wall-clock figure at all.
+  const auto sim = expand(R"({"strategy": "ideal", "platform": {"kind": "sim"},
+                              "run": {"duration_s": 0.1, "warmup_s": 0.02},
+                              "matrix": {"clients": [1, 2, 4], "workload.record_size": [16, 64]}})");
+  const std::string s = run_time_summary(sim);
+  CHECK(s == "virtual time per cell 0.12 s (0.72 s in all); real time depends on clients x "
+             "duration, not estimated");
+  CHECK(s.find("at least") == std::string::npos);
+  const auto both = expand(R"({"strategy": "ideal", "run": {"duration_s": 1, "warmup_s": 0},
+                               "matrix": {"platform.kind": ["threads", "sim"], "run.duration_s": [1, 2]}})");
+  CHECK(run_time_summary(both) ==
+        "2 threads cells: at least 3 s of timed runs (wall clock); 2 sim cells: virtual time per "
+        "cell 1 s to 2 s (3 s in all); real time depends on clients x duration, not estimated");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host limits of sim cells
+
+TEST_CASE("sim cells past vm.max_map_count or memory fail at validation, naming the limit",
+          "[config]") {
+  // Fake limits: 3000 mappings allow (3000 - 1024) / 2 - 1 = 987 clients (two mappings per
+  // fiber: clients + the WAL writer).
+  HostLimits small;
+  small.max_map_count = 3000;
+  set_host_limits_for_testing(&small);
+  struct Restore {
+    ~Restore() { set_host_limits_for_testing(nullptr); }
+  } restore;
+
+  const std::string sim = R"({"strategy": "ideal", "platform": {"kind": "sim"}, "matrix": {"clients": [1, 987, 988]}})";
+  const ConfigError e = error_of(sim);
+  CHECK(e.json_path == "/matrix/clients/2");
+  CHECK(e.problem.find("988 simulated clients need about 3002 memory mappings") != std::string::npos);
+  CHECK(e.problem.find("vm.max_map_count of 3000") != std::string::npos);
+  CHECK(e.expected.find("at most 987 clients") != std::string::npos);
+  CHECK(e.expected.find("sudo sysctl -w vm.max_map_count=65536") != std::string::npos);
+  check_one_line(e);
+  CHECK(expand(R"({"strategy": "ideal", "platform": {"kind": "sim"}, "matrix": {"clients": [1, 987]}})")
+            .size() == 2);
+  // validate reports it beside a cross-field error of the same cell.
+  TempDir dir;
+  const auto both = config_errors(
+      dir.write("both.json", R"({"strategy": "ideal", "platform": {"kind": "sim"},
+                                 "wal": {"segment_size": 8192}, "matrix": {"clients": [988]}})"),
+      {});
+  REQUIRE(both.size() == 2);
+  CHECK(both[0].json_path == "/wal/segment_size");
+  CHECK(both[1].json_path == "/matrix/clients/0");
+  // Threads cells have no fibers.
+  CHECK(expand(R"({"strategy": "ideal", "matrix": {"clients": [1, 988]}})").size() == 2);
+  // The top-level clients default (1) has no path to name: the error names the file.
+  small.max_map_count = 1000;
+  CHECK(error_of(R"({"strategy": "ideal", "platform": {"kind": "sim"}})").json_path.empty());
+
+  // Memory: 16 KiB resident per fiber; under strict overcommit, the whole stacks.
+  small.max_map_count = 0;  // unknown: not checked
+  small.memory_bytes = 100 * 16 * 1024;
+  CHECK(expand(R"({"strategy": "ideal", "platform": {"kind": "sim"}, "matrix": {"clients": [99]}})").size() == 1);
+  const ConfigError m = error_of(R"({"strategy": "ideal", "platform": {"kind": "sim"}, "matrix": {"clients": [100]}})");
+  CHECK(m.problem.find("100 simulated clients need about 1 MiB") != std::string::npos);
+  CHECK(m.problem.find("memory of 1 MiB") != std::string::npos);
+  small.strict_overcommit = true;
+  small.memory_bytes = uint64_t{1} << 30;  // 1 GiB of commit: 4000 stacks of 256 KiB + 4 KiB
+  const ConfigError strict = error_of(R"({"strategy": "ideal", "platform": {"kind": "sim"}, "matrix": {"clients": [4200]}})");
+  CHECK(strict.problem.find("vm.overcommit_memory is 2") != std::string::npos);
+  CHECK(strict.problem.find("CommitLimit of 1024 MiB") != std::string::npos);
+  CHECK(expand(R"({"strategy": "ideal", "platform": {"kind": "sim", "stack_kib": 64}, "matrix": {"clients": [4200]}})").size() == 1);
 }
 
 }  // namespace walbench

@@ -219,9 +219,10 @@ Entry sim_entry() {
   e.rows.push_back({"preset", "string", "\"icelake_2s\"",
                     absl::StrJoin(SimConfig::preset_names(), " | ") + " | FILE.json",
                     "base machine; the keys below override it. FILE.json: a preset file "
-                    "(presets/README.md), looked up as given (relative to the current "
-                    "directory), then in the repository's presets/; `walbench calibrate` "
-                    "writes one for this machine"});
+                    "(presets/README.md), absolute or relative to the config's directory (to "
+                    "the current directory with --set), then in the repository's presets/; "
+                    "`walbench calibrate` writes one for this machine. A result cell records "
+                    "every key below, the preset and the absolute preset_file read"});
   const nlohmann::json d = SimConfig{}.to_json();
   for (auto it = d.begin(); it != d.end(); ++it) {
     if (it.key() == "kind" || it.key() == "preset") continue;

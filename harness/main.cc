@@ -113,25 +113,21 @@ std::string default_output_path(const std::vector<std::string>& configs) {
   return path;
 }
 
-std::string format_seconds(double s) {
-  if (s < 120) return absl::StrFormat("%.0f s", s);
-  if (s < 7200) return absl::StrFormat("%.0f min", s / 60);
-  return absl::StrFormat("%.1f h", s / 3600);
-}
-
+// Every error of every config is reported, one line each; the summary of a good one says what
+// its time is (run_time_summary: wall clock for threads cells, virtual for sim cells).
 int validate_command(const std::vector<std::string>& paths, const std::vector<std::string>& sets) {
   int rc = 0;
   for (const auto& path : paths) {
+    const std::vector<ConfigError> errors = config_errors(path, sets);
+    for (const ConfigError& e : errors) rc = fail(e.what());
+    if (!errors.empty()) continue;
     try {
       const LoadedConfigs loaded = load_configs({path}, sets);
-      const MatrixShape shape = matrix_shape(loaded.configs[0], path);
-      double seconds = 0;
-      for (const auto& c : loaded.cells)
-        seconds += c.run.repetitions * (c.run.warmup_s + c.run.duration_s);
-      std::cout << absl::StrFormat("%s: ok, %d cell%s (%s), at least %s of timed runs\n", path,
-                                   shape.cells, shape.cells == 1 ? "" : "s", shape.describe(),
-                                   format_seconds(seconds));
-    } catch (const ConfigError& e) {
+      const MatrixShape& shape = loaded.shapes[0];
+      std::cout << absl::StrFormat("%s: ok, %d cell%s (%s), %s\n", path, shape.cells,
+                                   shape.cells == 1 ? "" : "s", shape.describe(),
+                                   run_time_summary(loaded.cells));
+    } catch (const ConfigError& e) {  // config_errors found none: not expected
       rc = fail(e.what());
     }
   }
@@ -229,8 +225,11 @@ int real_main(int argc, char** argv) {
   // list
   std::string list_what = "all";
   CLI::App* list = app.add_subcommand(
-      "list", "list strategies, workloads and platforms with their parameters and defaults");
-  list->add_option("WHAT", list_what, "strategies | workloads | platforms | all (default all)")
+      "list",
+      "list strategies, CLOG strategies, workloads and platforms with their parameters and "
+      "defaults");
+  list->add_option("WHAT", list_what,
+                   "strategies | clog | workloads | platforms | all (default all)")
       ->type_name("");
   list->footer("Example: walbench list strategies");
 
@@ -246,8 +245,10 @@ int real_main(int argc, char** argv) {
       ->type_name("PATH=VALUE");
   validate->footer(
       "Example: walbench validate configs/*.json\n"
-      "Prints \"<file>: ok, N cells (...)\" per good file, one error line per bad one; exit "
-      "status 2 if any is bad.");
+      "Prints \"<file>: ok, N cells (...)\" and the time the run takes per good file (a lower "
+      "bound on wall-clock time for threads cells; for sim cells the virtual time, not an "
+      "estimate of real time), and every error of a bad one, one line each; exit status 2 if "
+      "any is bad.");
 
   // report
   std::string report_path;

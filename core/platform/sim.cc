@@ -41,7 +41,7 @@ namespace walbench {
 // =============================================================================================
 namespace {
 
-// Every JSON key of SimConfig but "placement", "preset" and "kind".
+// Every JSON key of SimConfig but "placement", "preset", "preset_file" and "kind".
 #define WALBENCH_SIM_FIELDS(X)                                                                   \
   X(cores) X(sockets) X(cores_per_cluster) X(smt) X(line_hit_ns) X(same_cluster_transfer_ns)    \
   X(same_socket_transfer_ns) X(cross_socket_transfer_ns) X(memory_ns) X(rmw_extra_ns)           \
@@ -55,7 +55,7 @@ const char* placement_name(SimPlacement p) {
 }
 
 std::vector<std::string> all_keys() {
-  std::vector<std::string> k = {"kind", "preset", "placement"};
+  std::vector<std::string> k = {"kind", "preset", "preset_file", "placement"};
 #define WALBENCH_SIM_KEY(f) k.emplace_back(#f);
   WALBENCH_SIM_FIELDS(WALBENCH_SIM_KEY)
 #undef WALBENCH_SIM_KEY
@@ -151,7 +151,7 @@ void apply_keys(SimConfig& c, const nlohmann::json& j, const std::string& path, 
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& key = it.key();
     const nlohmann::json& v = it.value();
-    if (key == "preset") continue;
+    if (key == "preset" || key == "preset_file") continue;  // from_json's
     if (key == "kind") {
       if (v != "sim") config_error(path, key, "expected \"sim\", got " + v.dump());
       continue;
@@ -193,14 +193,19 @@ void apply_keys(SimConfig& c, const nlohmann::json& j, const std::string& path, 
 
 bool is_preset_file(const std::string& name) { return name.ends_with(".json"); }
 
-// Where a preset file named `name` is: `name` itself (absolute, or relative to the current
-// directory), else, for a relative name, <repository>/presets/<name>. "" if neither exists.
-std::string find_preset_file(const std::string& name, std::vector<std::string>* tried) {
-  std::vector<std::string> candidates = {name};
+// Where a preset file named `name` is: an absolute `name` itself; a relative one in
+// `preset_dir` ("" = the current directory), else in <repository>/presets/. "" if not found.
+std::string find_preset_file(const std::string& name, const std::string& preset_dir,
+                             std::vector<std::string>* tried) {
+  std::vector<std::string> candidates;
+  if (!name.empty() && name.front() == '/') {
+    candidates.push_back(name);
+  } else {
+    candidates.push_back(preset_dir.empty() ? name : (std::filesystem::path(preset_dir) / name).string());
 #ifdef WALBENCH_PRESETS_DIR
-  if (!name.empty() && name.front() != '/')
     candidates.push_back(std::string(WALBENCH_PRESETS_DIR) + "/" + name);
 #endif
+  }
   for (const std::string& f : candidates) {
     std::error_code ec;
     if (std::filesystem::is_regular_file(f, ec)) return f;
@@ -209,12 +214,22 @@ std::string find_preset_file(const std::string& name, std::vector<std::string>* 
   return "";
 }
 
+// The keys of to_json() that `j` lacks (empty: j is complete, its preset contributes nothing).
+std::vector<std::string> missing_fields(const nlohmann::json& j) {
+  std::vector<std::string> missing;
+  for (const std::string& k : all_keys())
+    if (k != "kind" && k != "preset" && k != "preset_file" && !j.contains(k)) missing.push_back(k);
+  return missing;
+}
+
 // A preset file: a JSON object of SimConfig keys (plus "description" and "sources"), over the
 // defaults or over the builtin preset it names; it may not name another file. `where` names the
-// "preset" key; errors inside the file read "<where>: <file>: /<key>: <problem>".
-SimConfig load_preset_file(const std::string& name, const std::string& where) {
+// "preset" key; errors inside the file read "<where>: <file>: /<key>: <problem>". `*read`
+// receives the absolute path of the file.
+SimConfig load_preset_file(const std::string& name, const std::string& preset_dir,
+                           const std::string& where, std::string* read) {
   std::vector<std::string> tried;
-  const std::string file = find_preset_file(name, &tried);
+  const std::string file = find_preset_file(name, preset_dir, &tried);
   if (file.empty()) {
     std::string list;
     for (const std::string& t : tried) list += (list.empty() ? "" : ", ") + t;
@@ -250,6 +265,9 @@ SimConfig load_preset_file(const std::string& name, const std::string& where) {
   if (!j.is_object())
     config_error(at, "", "expected a JSON object of machine parameters, got " + j.dump());
   if (!duplicate.empty()) config_error(at, duplicate, "duplicate key");
+  if (j.contains("preset_file"))
+    config_error(at, "preset_file", "walbench writes this key into resolved cells; a preset file "
+                                    "may name a builtin \"preset\" only");
   SimConfig c;
   if (auto it = j.find("preset"); it != j.end()) {
     if (!it->is_string())
@@ -266,22 +284,39 @@ SimConfig load_preset_file(const std::string& name, const std::string& where) {
   }
   apply_keys(c, j, at, /*in_file=*/true);
   c.validate(at);
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(file, ec);
+  *read = ec ? file : absolute.lexically_normal().string();
   return c;
 }
 
-}  // namespace
-
-SimConfig SimConfig::from_json(const nlohmann::json& j, const std::string& path) {
+// from_json and resolved_json: `*preset_file` receives the absolute path of a preset file read.
+SimConfig parse_sim_json(const nlohmann::json& j, const std::string& path,
+                         const std::string& preset_dir, std::string* preset_file) {
   if (!j.is_object()) config_error(path, "", "expected an object, got " + j.dump());
+  const std::vector<std::string> missing = missing_fields(j);
+  if (auto it = j.find("preset_file"); it != j.end()) {
+    if (!it->is_string()) config_error(path, "preset_file", "expected a string, got " + it->dump());
+    if (!missing.empty())
+      config_error(path, "preset_file",
+                   "walbench writes this key into resolved cells, next to every machine "
+                   "parameter; this object lacks " + missing.front() +
+                   (missing.size() > 1 ? " and " + std::to_string(missing.size() - 1) + " more" : "") +
+                   ": name the file in \"preset\" instead");
+  }
   SimConfig c;
   if (auto it = j.find("preset"); it != j.end()) {
     if (!it->is_string()) config_error(path, "preset", "expected a string");
     const std::string name = it->get<std::string>();
-    if (is_preset_file(name)) {
-      c = load_preset_file(name, key_path(path, "preset"));
+    // A complete object takes nothing from its preset (RESOLVED FORM in sim.h): the name is
+    // then a record of where the values came from, and its file need not exist any more.
+    if (missing.empty()) {
+      // nothing to look up
+    } else if (is_preset_file(name)) {
+      c = load_preset_file(name, preset_dir, key_path(path, "preset"), preset_file);
     } else {
       try {
-        c = preset(name);
+        c = SimConfig::preset(name);
       } catch (const std::invalid_argument& e) {
         config_error(path, "preset", e.what());
       }
@@ -290,6 +325,28 @@ SimConfig SimConfig::from_json(const nlohmann::json& j, const std::string& path)
   apply_keys(c, j, path, /*in_file=*/false);
   c.validate(path);
   return c;
+}
+
+}  // namespace
+
+SimConfig SimConfig::from_json(const nlohmann::json& j, const std::string& path,
+                               const std::string& preset_dir) {
+  std::string ignored;
+  return parse_sim_json(j, path, preset_dir, &ignored);
+}
+
+nlohmann::json SimConfig::resolved_json(const nlohmann::json& j, const std::string& path,
+                                        const std::string& preset_dir) {
+  std::string file;
+  const SimConfig c = parse_sim_json(j, path, preset_dir, &file);
+  nlohmann::json out = c.to_json();
+  if (auto it = j.find("preset"); it != j.end()) out["preset"] = *it;
+  if (!file.empty()) {
+    out["preset_file"] = file;
+  } else if (auto kept = j.find("preset_file"); kept != j.end()) {
+    out["preset_file"] = *kept;  // already resolved
+  }
+  return out;
 }
 
 void SimConfig::validate(const std::string& path) const {

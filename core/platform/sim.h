@@ -199,21 +199,33 @@ struct SimConfig {
   // "did you mean") and validates; "kind": "sim" is accepted and ignored. Errors throw
   // std::invalid_argument naming path_for_errors and the key ("<path>.<key>", or
   // "<path>/<key>" when path_for_errors is a JSON Pointer such as "/platform").
-  // PRESET FILES (presets/README.md): a NAME ending in ".json" is a file, looked up as given
-  // (absolute, or relative to the current working directory), then, if the name is relative and
-  // not found there, in the repository's presets/ directory (WALBENCH_PRESETS_DIR, fixed at build
-  // time). The file is an object of the keys above plus "description" (a string) and "sources"
-  // (a string, or an object from keys above to strings), both ignored; it may name a builtin
-  // preset as its own base, but not another file (one level). Its keys are validated like
-  // inline ones; then the object's other keys override them. Errors inside the file read
-  // "<path>/preset: <file>: /<key>: <problem>".
+  // PRESET FILES (presets/README.md): a NAME ending in ".json" is a file. An absolute NAME is
+  // read as is; a relative one is looked up in `preset_dir` (the directory of the config that
+  // names it; "" = the current directory), then in the repository's presets/ directory
+  // (WALBENCH_PRESETS_DIR, fixed at build time). The file is an object of the keys above plus
+  // "description" (a string) and "sources" (a string, or an object from keys above to
+  // strings), both ignored; it may name a builtin preset as its own base, but not another file
+  // (one level). Its keys are validated like inline ones; then the object's other keys override
+  // them. Errors inside the file read "<path>/preset: <file>: /<key>: <problem>".
+  // RESOLVED FORM (what resolved_json() returns and a result cell records): every key of
+  // to_json(), plus "preset" and "preset_file" when a preset was named. An object that holds
+  // every key of to_json() takes nothing from its preset, so from_json() does not look the
+  // preset up: the form stays valid, and gives the same machine, after the file is gone.
+  // "preset_file" (a string: the absolute path that was read) is accepted only in that form.
   nlohmann::json to_json() const;
-  static SimConfig from_json(const nlohmann::json& j, const std::string& path_for_errors);
+  static SimConfig from_json(const nlohmann::json& j, const std::string& path_for_errors,
+                             const std::string& preset_dir = "");
+  // The resolved form of a sim platform object: to_json() of from_json(j, ...), plus "preset"
+  // as given and "preset_file", the absolute path of the preset file read (absent for a
+  // builtin preset, or kept from j when j is already resolved). Throws as from_json.
+  static nlohmann::json resolved_json(const nlohmann::json& j, const std::string& path_for_errors,
+                                      const std::string& preset_dir = "");
   // Named machines from the core-to-core-latency tables: "icelake_2s" (the defaults),
   // "cascadelake_2s", "milan_2s", "milan_1s", "coffeelake_1s". Throws std::invalid_argument.
   static SimConfig preset(const std::string& name);
   static std::vector<std::string> preset_names();
-  // Every key a sim platform object may hold ("kind", "preset", "placement" and the fields).
+  // Every key a sim platform object may hold ("kind", "preset", "preset_file", "placement" and
+  // the fields).
   static std::vector<std::string> json_keys();
   // Storage models: "nvme" (the defaults), "tmpfs" (page cache only: memcpy bandwidth, no
   // device latency). Throws std::invalid_argument.

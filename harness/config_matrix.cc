@@ -1,0 +1,580 @@
+// The plan (every key of a config validated once, at its JSON path) and its expansion into
+// cells: the cartesian product of the matrix, each cell resolved and put through the
+// cross-field checks and the host-limit checks of simulated cells.
+//
+// Errors: by default the first one throws. config_errors() (config.h) instead passes a list:
+// every independent part (a top-level key, a section key, a matrix key, each item of a matrix
+// list, each variant) is then tried and its error recorded, and what failed is left out of the
+// plan, so that the errors reported are those of the config, not consequences of an earlier one.
+#include "harness/config_internal.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/platform/sim.h"
+#include "strategies/strategy.h"
+
+namespace walbench {
+namespace config_internal {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The plan: everything validated, nothing expanded yet
+
+struct Dim {
+  std::string key;              // matrix key: "workload.record_size", "strategy.params.num_locks"
+  std::vector<OJson> values;
+  Where where;                  // of the matrix entry
+  bool is_list = false;         // written as a list (paths then end in the item index)
+  const FieldDef* field = nullptr;  // section fields; nullptr for strategy.params.*
+  Where item(size_t i) const { return is_list ? where / i : where; }
+};
+
+struct Plan {
+  std::string file;
+  std::string preset_dir;  // relative preset files are looked up here ("" = current directory)
+  // Null: the first error throws. Else every error goes here and parsing goes on with the next
+  // independent part (a section key, a matrix key or item, a variant); what failed is left out.
+  std::vector<ConfigError>* errors = nullptr;
+  CellSpec base;
+  std::map<std::string, std::string> sources;  // "wal.page_size" -> "/wal/page_size"
+  std::vector<Variant> variants;
+  bool variants_from_matrix = false;
+  std::vector<int64_t> clients = {1};
+  std::vector<std::string> clients_at;  // JSON path of each entry of `clients` (matrix only)
+  bool clients_from_matrix = false;
+  std::vector<Dim> dims;  // other matrix keys, in file order
+  bool incomplete = false;  // some part failed (collecting errors): not worth expanding
+};
+
+// Runs one independent part of the parse: a ConfigError is thrown on, or recorded when the plan
+// collects errors (then false is returned and the caller leaves that part out).
+template <class F>
+bool attempt(Plan& plan, F&& part) {
+  if (plan.errors == nullptr) {
+    part();
+    return true;
+  }
+  try {
+    part();
+    return true;
+  } catch (const ConfigError& e) {
+    plan.errors->push_back(e);
+    plan.incomplete = true;
+    return false;
+  }
+}
+
+// A matrix entry as a non-empty list without duplicates (a scalar is a one-element list).
+std::vector<OJson> as_list(const OJson& v, const Where& w) {
+  std::vector<OJson> out;
+  if (v.is_array()) {
+    for (const auto& x : v) out.push_back(x);
+    if (out.empty()) fail(w, "the list is empty", "at least one value");
+  } else {
+    out.push_back(v);
+  }
+  for (size_t i = 1; i < out.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (out[i] == out[j])
+        fail(v.is_array() ? w / i : w,
+             absl::StrFormat("%s repeats item %d", show(out[i]), j),
+             "each value once (a repeated value would run identical cells)");
+  return out;
+}
+
+// platform {"kind": "sim", ...}: the platform fields, then every other key is a simulated
+// machine parameter, checked (with "did you mean") by SimConfig. p.sim becomes the resolved
+// form (SimConfig::resolved_json): every parameter, the preset's name and the file it read, so
+// that a cell describes its machine by itself.
+void parse_sim_platform(PlatformSpec& p, const OJson& v, const Where& w,
+                        const std::vector<std::string>& platform_keys,
+                        const std::string& preset_dir) {
+  nlohmann::json sim = nlohmann::json::object();
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const bool platform_field =
+        std::find(platform_keys.begin(), platform_keys.end(), it.key()) != platform_keys.end();
+    if (platform_field && it.key() != "kind") {
+      CellSpec tmp;
+      find_field("platform." + it.key())->apply(tmp, it.value(), w / it.key());
+      if (it.key() == "atomics") p.atomics = tmp.platform.atomics;
+      if (it.key() == "spinlocks") p.spinlocks = tmp.platform.spinlocks;
+    } else if (!platform_field) {
+      sim[it.key()] = nlohmann::json(it.value());
+    }
+  }
+  try {
+    nlohmann::json whole = sim;
+    whole["kind"] = "sim";
+    p.sim = SimConfig::resolved_json(whole, w.path, preset_dir);
+  } catch (const std::exception& e) {
+    // SimConfig's messages start with the key's pointer ("/platform/cores: must be ...", or
+    // "/platform/preset: presets/x.json: /cores: ..." for a preset file): report that pointer
+    // as the error's JSON path, so a --set that put the value there is named.
+    std::string msg = e.what();
+    Where at = w;
+    const size_t colon = msg.find(": ");
+    if (msg.rfind(w.path + "/", 0) == 0 && colon != std::string::npos) {
+      at.path = msg.substr(0, colon);
+      msg = msg.substr(colon + 2);
+    }
+    fail(at, msg, "simulated machine parameters (configs/README.md, platform \"sim\")");
+  }
+  p.kind = "sim";
+}
+
+// "fitted": the reference points a config took values from (harness/fidelity.h): a list of
+// objects, each a "reason" and the reference-table columns it selects ("clients": 1 selects
+// every 1-client row; "variant", "record_size", ... narrow it). `compare --reference` shows
+// these points but does not score them.
+const char* const kFittedExpected =
+    "a list of objects {\"reason\": \"...\", COLUMN: VALUE, ...} naming the reference points "
+    "the config was fitted to (COLUMN: variant, clients or another column of the reference table)";
+
+void check_fitted(const OJson& v, const Where& w) {
+  if (!v.is_array()) fail(w, found(v), kFittedExpected);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const OJson& e = v[i];
+    const Where we = w / i;
+    check_object(e, we, kFittedExpected);
+    if (!e.contains("reason")) fail(we, "the entry has no \"reason\"", kFittedExpected);
+    want_string(e["reason"], we / "reason");
+    if (e.size() < 2) fail(we, "the entry selects no column", kFittedExpected);
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      if (it.key() == "reason") continue;
+      if (!(it.value().is_string() || it.value().is_number()))
+        fail(we / it.key(), found(it.value()), "a string or a number (a value of that column)");
+    }
+  }
+}
+
+// Validates every key of a config once, at its JSON path. With `errors`, every independent
+// part is tried (Plan::errors); without, the first error throws.
+Plan parse_plan(const OJson& config, const std::string& file, const std::string& preset_dir,
+                std::vector<ConfigError>* errors) {
+  Plan plan;
+  plan.file = file;
+  plan.preset_dir = preset_dir;
+  plan.errors = errors;
+  const Where root{file, ""};
+  if (!config.is_object())
+    fail(root, "the config is " + kind_of(config),
+         "a JSON object with keys " + absl::StrJoin(kTopKeys, ", "));
+  for (auto it = config.begin(); it != config.end(); ++it)
+    attempt(plan, [&] { check_keys(OJson{{it.key(), nullptr}}, root, kTopKeys); });
+
+  if (config.contains("description"))
+    attempt(plan, [&] { want_string(config["description"], root / "description"); });
+  if (config.contains("fitted"))
+    attempt(plan, [&] { check_fitted(config["fitted"], root / "fitted"); });
+
+  // Top-level sections over the spec.h defaults.
+  for (const auto& section : kSections) {
+    if (!config.contains(section)) continue;
+    const Where ws = root / section;
+    const OJson& obj = config[section];
+    const std::vector<std::string> keys = section_keys(section);
+    if (!attempt(plan, [&] {
+          check_object(obj, ws, "an object with keys " + absl::StrJoin(keys, ", "));
+        }))
+      continue;
+    if (section == "platform" && obj.contains("kind") && obj["kind"] == "sim") {
+      attempt(plan, [&] { parse_sim_platform(plan.base.platform, obj, ws, keys, preset_dir); });
+      continue;
+    }
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      attempt(plan, [&] {
+        check_keys(OJson{{it.key(), nullptr}}, ws, keys);
+        find_field(section + "." + it.key())->apply(plan.base, it.value(), ws / it.key());
+        plan.sources[section + "." + it.key()] = (ws / it.key()).path;
+      });
+    }
+  }
+
+  std::vector<Variant> top_variant;
+  bool variant_failed = false;
+  if (config.contains("strategy"))
+    variant_failed |= !attempt(plan, [&] {
+      top_variant.push_back(parse_variant(config["strategy"], root / "strategy"));
+    });
+
+  // The matrix, key by key in file order; each item of a list on its own.
+  if (config.contains("matrix")) {
+    const Where wm = root / "matrix";
+    const OJson& m = config["matrix"];
+    attempt(plan, [&] {
+      check_object(m, wm,
+                   "an object whose keys are strategy, clients or dotted parameter paths such as "
+                   "workload.record_size");
+    });
+    for (auto it = m.is_object() ? m.begin() : m.end(); it != m.end(); ++it) {
+      const std::string& key = it.key();
+      const Where wk = wm / key;
+      const bool is_list = it.value().is_array();
+      std::vector<OJson> list;
+      if (!attempt(plan, [&] { list = as_list(it.value(), wk); })) {
+        if (key == "strategy") variant_failed = plan.variants_from_matrix = true;
+        continue;
+      }
+      if (key == "strategy") {
+        plan.variants_from_matrix = true;
+        for (size_t i = 0; i < list.size(); ++i)
+          variant_failed |= !attempt(plan, [&] {
+            plan.variants.push_back(parse_variant(list[i], is_list ? wk / i : wk));
+          });
+      } else if (key == "clients") {
+        plan.clients.clear();
+        plan.clients_from_matrix = true;
+        for (size_t i = 0; i < list.size(); ++i)
+          attempt(plan, [&] {
+            const Where wi = is_list ? wk / i : wk;
+            plan.clients.push_back(want_int(list[i], wi, 1, 65535));
+            plan.clients_at.push_back(wi.path);
+          });
+      } else if (const FieldDef* f = find_field(key)) {
+        Dim d{key, list, wk, is_list, f};
+        bool ok = true;
+        CellSpec scratch;
+        for (size_t i = 0; i < d.values.size(); ++i)
+          ok &= attempt(plan, [&] { f->apply(scratch, d.values[i], d.item(i)); });
+        if (ok) plan.dims.push_back(std::move(d));
+      } else if (key.rfind(kParamsPrefix, 0) == 0 && key.size() > kParamsPrefix.size()) {
+        plan.dims.push_back(Dim{key, list, wk, is_list, nullptr});
+      } else {
+        attempt(plan, [&] {
+          fail(wk, "unknown matrix key \"" + key + "\"",
+               "strategy, clients, a section field such as workload.record_size or "
+               "wal.wal_buffers, or strategy.params.<name>",
+               closest_match(key, matrix_keys()));
+        });
+      }
+    }
+  }
+
+  // One place for the strategy, so that a --set on the other one cannot be silently ignored.
+  if (plan.variants_from_matrix && config.contains("strategy"))
+    attempt(plan, [&] {
+      fail(root / "strategy", "both /strategy and /matrix/strategy are given",
+           "one of them: /strategy for a single variant, /matrix/strategy for a list");
+    });
+  if (!plan.variants_from_matrix) plan.variants = top_variant;
+  // (A variant that failed was reported; "no strategy" would only repeat it.)
+  if (plan.variants.empty() && !variant_failed)
+    fail(root, "no strategy given",
+         "\"strategy\": {\"name\": ...} or \"matrix\": {\"strategy\": [...]} (strategies: " +
+             absl::StrJoin(strategy_names(), ", ") + ")");
+
+  // Labels name report rows: they must tell the variants apart.
+  for (size_t i = 0; i < plan.variants.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (plan.variants[i].label == plan.variants[j].label) {
+        const Variant& v = plan.variants[i];
+        attempt(plan, [&] {
+          fail(v.label_given ? v.where / "label" : v.where,
+               absl::StrFormat("duplicate label \"%s\" (variant %d has it too)", v.label, j),
+               "a distinct \"label\" for each variant");
+        });
+      }
+
+  // strategy.params.<name>: every variant must have the parameter, and not set it itself.
+  for (const auto& d : plan.dims) {
+    if (d.field != nullptr) continue;
+    const std::string name = d.key.substr(kParamsPrefix.size());
+    for (const auto& v : plan.variants) {
+      const ParamSpec* p = find_param(*v.info, name);
+      if (p == nullptr) {
+        std::vector<std::string> names;
+        for (const auto& q : v.info->params) names.push_back(q.name);
+        const std::string hint = closest_match(name, names);
+        attempt(plan, [&] {
+          fail(d.where,
+               "variant \"" + v.label + "\" (strategy " + v.info->name +
+                   ") has no parameter \"" + name + "\"",
+               "a parameter of every variant: " + param_names(*v.info),
+               hint.empty() ? "" : kParamsPrefix + hint);
+        });
+        continue;
+      }
+      if (plan.variants_from_matrix && v.given.count(name) != 0)
+        attempt(plan, [&] {
+          fail(v.where / "params" / name, "\"" + name + "\" is set here and by " + d.where.path,
+               "one place for it: drop it here or there");
+        });
+      for (size_t i = 0; i < d.values.size(); ++i)
+        attempt(plan, [&] { check_param(*p, d.values[i], d.item(i)); });
+    }
+  }
+  return plan;
+}
+
+size_t cell_count(const Plan& plan) {
+  size_t n = plan.variants.size() * plan.clients.size();
+  for (const auto& d : plan.dims) {
+    if (n > 1000000 / d.values.size())
+      fail(Where{plan.file, "/matrix"}, "the matrix has more than 1000000 cells",
+           "a smaller matrix (split it into several configs)");
+    n *= d.values.size();
+  }
+  if (n > 1000000)
+    fail(Where{plan.file, "/matrix"}, "the matrix has more than 1000000 cells",
+         "a smaller matrix (split it into several configs)");
+  return n;
+}
+
+// Cross-field checks on one resolved cell. Each names the path that set the value it blames.
+void check_cell(const CellSpec& c, const std::map<std::string, std::string>& src,
+                const std::string& file) {
+  auto from = [&](const std::string& field) -> std::string {
+    auto it = src.find(field);
+    return it == src.end() ? "" : it->second;
+  };
+  auto blame = [&](const std::string& first, const std::string& second) -> Where {
+    std::string p = from(first);
+    if (p.empty()) p = from(second);
+    return Where{file, p};
+  };
+  auto origin = [&](const std::string& field) {
+    const std::string p = from(field);
+    return p.empty() ? std::string(" (default)") : " (from " + p + ")";
+  };
+  if (c.wal.segment_size < 2ull * c.wal.page_size)
+    fail(blame("wal.segment_size", "wal.page_size"),
+         absl::StrFormat("segment_size %d is less than two pages of %d bytes%s", c.wal.segment_size,
+                         c.wal.page_size, origin("wal.page_size")),
+         "segment_size >= 2 x page_size");
+  if (static_cast<uint64_t>(c.wal.wal_buffers) * c.wal.page_size >
+      static_cast<uint64_t>(kMaxU31))
+    fail(blame("wal.wal_buffers", "wal.page_size"),
+         absl::StrFormat("%d buffers of %d bytes%s exceed 2 GiB", c.wal.wal_buffers,
+                         c.wal.page_size, origin("wal.page_size")),
+         absl::StrFormat("wal_buffers <= %d for this page_size (PostgreSQL's limit)",
+                         kMaxU31 / c.wal.page_size));
+  if (c.wal.storage == "file" && c.wal.path.empty())
+    fail(blame("wal.path", "wal.storage"), "storage \"file\" needs a directory in wal.path",
+         "\"wal\": {\"storage\": \"file\", \"path\": \"/some/dir\"}");
+  if (!c.workload.transactional && c.workload.name != "emit_message")
+    fail(blame("workload.transactional", "workload.name"),
+         "workload " + c.workload.name + " is always transactional" + origin("workload.name"),
+         "\"transactional\": false only with emit_message");
+}
+
+// ---------------------------------------------------------------------------------------------
+// What this machine allows a simulated cell
+
+const HostLimits* g_host_limits_override = nullptr;
+
+constexpr uint64_t kSimMappingsPerFiber = 2;  // the stack and its guard page
+// The process's own mappings besides fiber stacks: libraries, heap, thread stacks; walbench
+// has about 50-100 (/proc/PID/maps), the rest is headroom for -j threads and allocations.
+constexpr uint64_t kProcessMappings = 1024;
+// Resident memory per simulated client (stack pages touched, fiber and client state): measured
+// with /usr/bin/time on short insert_locks runs, 34 MB at 1,000 clients, 100 MB at 8,000, 323 MB
+// at 32,000: about 9.5 KiB each; 16 KiB leaves room for longer runs.
+constexpr uint64_t kSimResidentBytesPerClient = 16 * 1024;
+
+uint64_t read_proc_number(const char* file) {
+  std::ifstream in(file);
+  uint64_t x = 0;
+  return in >> x ? x : 0;
+}
+
+// "MemTotal:  24000000 kB" -> bytes; 0 if absent.
+uint64_t read_meminfo_bytes(const std::string& key) {
+  std::ifstream in("/proc/meminfo");
+  std::string name;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> name >> kib) {
+    std::getline(in, unit);
+    if (name == key + ":") return kib * 1024;
+  }
+  return 0;
+}
+
+HostLimits host_limits() {
+  return g_host_limits_override != nullptr ? *g_host_limits_override : HostLimits::of_this_machine();
+}
+
+// A simulated cell runs every client, and the WAL writer, as a fiber with its own stack: mmap
+// plus a PROT_NONE guard page (boost::context::protected_fixedsize_stack), two memory mappings
+// each. Past vm.max_map_count the next mmap fails and the run dies with std::bad_alloc
+// (measured: 32,770 stacks under the default 65530; walbench with 33,000 clients fails).
+void check_host_limits(const CellSpec& c, const HostLimits& limits,
+                       const std::map<std::string, std::string>& src, const std::string& file) {
+  if (c.platform.kind != "sim") return;
+  auto it = src.find("clients");
+  const Where w{file, it == src.end() ? "" : it->second};
+  const uint64_t fibers = uint64_t{c.clients} + 1;
+  const uint64_t maps = fibers * kSimMappingsPerFiber + kProcessMappings;
+  if (limits.max_map_count != 0 && maps > limits.max_map_count) {
+    const uint64_t most = limits.max_map_count > kProcessMappings + kSimMappingsPerFiber
+                              ? (limits.max_map_count - kProcessMappings) / kSimMappingsPerFiber - 1
+                              : 0;
+    const uint64_t raise_to = (maps + 65535) / 65536 * 65536;
+    fail(w,
+         absl::StrFormat("%d simulated clients need about %d memory mappings (%d per fiber: a "
+                         "stack and its guard page, for %d fibers with the WAL writer, plus %d "
+                         "for the process), more than this machine's vm.max_map_count of %d",
+                         c.clients, maps, kSimMappingsPerFiber, fibers, kProcessMappings,
+                         limits.max_map_count),
+         absl::StrFormat("at most %d clients per simulated cell here, or a higher limit: sudo "
+                         "sysctl -w vm.max_map_count=%d (with run -j N, cells running at once "
+                         "share it)",
+                         most, raise_to));
+  }
+  const uint64_t stack_bytes = uint64_t{c.platform.sim.value("stack_kib", 256u)} * 1024;
+  const uint64_t per_fiber =
+      limits.strict_overcommit ? stack_bytes + 4096 : kSimResidentBytesPerClient;
+  if (limits.memory_bytes != 0 && fibers * per_fiber > limits.memory_bytes)
+    fail(w,
+         absl::StrFormat(
+             "%d simulated clients need about %d MiB (%s), more than this machine's %s of %d MiB",
+             c.clients, fibers * per_fiber >> 20,
+             limits.strict_overcommit ? "their whole fiber stacks: vm.overcommit_memory is 2"
+                                      : "16 KiB resident per client; about 10 KiB measured",
+             limits.strict_overcommit ? "CommitLimit" : "memory", limits.memory_bytes >> 20),
+         limits.strict_overcommit
+             ? "fewer clients, a smaller platform.stack_kib, or vm.overcommit_memory 0"
+             : "fewer clients per simulated cell");
+}
+
+std::vector<CellSpec> expand(const Plan& plan) {
+  size_t total = 0;
+  try {
+    total = cell_count(plan);
+  } catch (const ConfigError& e) {
+    if (plan.errors == nullptr) throw;
+    plan.errors->push_back(e);
+    return {};
+  }
+  std::set<std::string> reported;  // collecting: each cross-field error once, not once per cell
+  const HostLimits limits = host_limits();
+  std::vector<size_t> sizes = {plan.variants.size(), plan.clients.size()};
+  for (const auto& d : plan.dims) sizes.push_back(d.values.size());
+
+  std::vector<CellSpec> cells;
+  cells.reserve(total);
+  std::vector<size_t> at(sizes.size(), 0);  // odometer; the last dimension turns fastest
+  for (size_t n = 0; n < total; ++n) {
+    CellSpec c = plan.base;
+    auto src = plan.sources;
+    c.index = n;
+    c.total = total;
+    c.matrix_values = nlohmann::json::object();
+
+    const Variant& v = plan.variants[at[0]];
+    c.strategy = v.info->name;
+    c.label = v.label;
+    c.strategy_params = v.params;
+    if (sizes[0] > 1) c.matrix_values["strategy"] = v.label;
+
+    c.clients = static_cast<uint32_t>(plan.clients[at[1]]);
+    if (sizes[1] > 1) c.matrix_values["clients"] = c.clients;
+    if (plan.clients_from_matrix) src["clients"] = plan.clients_at[at[1]];
+
+    for (size_t k = 0; k < plan.dims.size(); ++k) {
+      const Dim& d = plan.dims[k];
+      const size_t i = at[k + 2];
+      const Where w = d.item(i);
+      if (d.field != nullptr) {
+        d.field->apply(c, d.values[i], w);
+        src[d.key] = w.path;
+      } else {
+        c.strategy_params[d.key.substr(kParamsPrefix.size())] = nlohmann::json(d.values[i]);
+      }
+      if (d.values.size() > 1) c.matrix_values[d.key] = nlohmann::json(d.values[i]);
+    }
+    // platform.kind swept to "sim" from a threads base: the default machine, resolved.
+    if (c.platform.kind == "sim" && c.platform.sim.empty()) c.platform.sim = SimConfig().to_json();
+    // Collecting, each check on its own, and each error once however many cells share it.
+    auto check = [&](auto&& run_check) {
+      if (plan.errors == nullptr) return run_check();
+      try {
+        run_check();
+      } catch (const ConfigError& e) {
+        if (reported.insert(e.what()).second) plan.errors->push_back(e);
+      }
+    };
+    check([&] { check_cell(c, src, plan.file); });
+    check([&] { check_host_limits(c, limits, src, plan.file); });
+    cells.push_back(std::move(c));
+
+    for (size_t k = sizes.size(); k-- > 0;) {
+      if (++at[k] < sizes[k]) break;
+      at[k] = 0;
+    }
+  }
+  return cells;
+}
+
+}  // namespace
+
+std::vector<CellSpec> expand_config(const OJson& config, const std::string& file,
+                                    const std::string& preset_dir,
+                                    std::vector<ConfigError>* errors, MatrixShape* shape) {
+  Plan plan = parse_plan(config, file, preset_dir, errors);
+  if (shape != nullptr) {
+    shape->dims.clear();
+    shape->dims.emplace_back("strategies", plan.variants.size());
+    shape->dims.emplace_back("clients", plan.clients.size());
+    for (const auto& d : plan.dims) shape->dims.emplace_back(d.key, d.values.size());
+    shape->cells = 0;
+  }
+  std::vector<CellSpec> cells = expand(plan);
+  if (shape != nullptr) shape->cells = cells.size();
+  return cells;
+}
+
+}  // namespace config_internal
+
+using config_internal::OJson;
+
+HostLimits HostLimits::of_this_machine() {
+  HostLimits h;
+  h.max_map_count = config_internal::read_proc_number("/proc/sys/vm/max_map_count");
+  h.strict_overcommit = config_internal::read_proc_number("/proc/sys/vm/overcommit_memory") == 2;
+  h.memory_bytes = config_internal::read_meminfo_bytes(h.strict_overcommit ? "CommitLimit" : "MemTotal");
+  return h;
+}
+
+void set_host_limits_for_testing(const HostLimits* limits) {
+  config_internal::g_host_limits_override = limits;
+}
+
+std::vector<CellSpec> expand_matrix(const nlohmann::ordered_json& config, const std::string& file,
+                                    const std::string& preset_dir) {
+  return config_internal::expand_config(config, file, preset_dir, nullptr, nullptr);
+}
+
+std::vector<CellSpec> expand_matrix(const nlohmann::json& config, const std::string& file,
+                                    const std::string& preset_dir) {
+  return expand_matrix(OJson(config), file, preset_dir);
+}
+
+std::string MatrixShape::describe() const {
+  std::vector<std::string> parts;
+  for (const auto& [name, n] : dims) {
+    if (name == "strategies" || name == "clients") {
+      const std::string singular = name == "strategies" ? "strategy" : "client";
+      parts.push_back(absl::StrFormat("%d %s", n, n == 1 ? singular : name));
+    } else {
+      parts.push_back(absl::StrFormat("%d %s", n, name));
+    }
+  }
+  return absl::StrJoin(parts, " x ");
+}
+
+MatrixShape matrix_shape(const nlohmann::ordered_json& config, const std::string& file,
+                         const std::string& preset_dir) {
+  MatrixShape shape;
+  config_internal::expand_config(config, file, preset_dir, nullptr, &shape);
+  return shape;
+}
+
+}  // namespace walbench
