@@ -2,9 +2,11 @@
 // and the errors for files that are not results.
 #include "harness/report.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -529,6 +531,62 @@ TEST_CASE("compare holds a schema-1 file against a schema-2 file on what both re
                      "cells 0, 1 differ only in platform.atomics, which BASE does not record\n") != std::string::npos);
     CHECK(a.out.find("unpaired in BASE (1):\n  insert_locks_waitlist_4_clients record_size=16: ambiguous") !=
           std::string::npos);
+  }
+}
+
+TEST_CASE("walbench compare BASE NEW on the command line: exit status and one-line errors", "[compare]") {
+  TempDir dir;
+  auto cli = [&](const std::string& args) {
+    const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+    const int status =
+        std::system(("'" + std::string(WALBENCH_BINARY) + "' " + args + " >'" + out + "' 2>'" + err + "'").c_str());
+    auto slurp = [](const std::string& path) {
+      std::ifstream in(path);
+      std::ostringstream text;
+      text << in.rdbuf();
+      return text.str();
+    };
+    return CompareRun{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  };
+  auto one_line = [](const std::string& s) { return std::count(s.begin(), s.end(), '\n') == 1; };
+  const std::string base = dir.write("base.json", result_file2(json::array({cell2("a", 1, kFour)})));
+  const std::string file_storage =
+      dir.write("file.json", result_file2(json::array({cell2("a", 1, kFourUp, {{"wal", {{"storage", "file"}}}})})));
+
+  CompareRun r = cli("compare '" + base + "' '" + base + "'");
+  CHECK(r.rc == 0);
+  CHECK(r.err.empty());
+
+  r = cli("compare '" + base + "' '" + file_storage + "'");
+  CHECK(r.rc == 1);
+  CHECK(one_line(r.err));
+  CHECK(r.err.rfind("walbench: compare: no cell of NEW pairs with a cell of BASE: the files differ in wal.storage", 0) == 0);
+
+  r = cli("compare '" + base + "' '" + file_storage + "' --ignore wal.storage");
+  CHECK(r.rc == 0);
+  r = cli("compare '" + base + "' '" + file_storage + "' --pair-by clients");
+  CHECK(r.rc == 0);
+
+  r = cli("compare '" + base + "' '" + file_storage + "' --ignore wal.storag");
+  CHECK(r.rc == 2);
+  CHECK(one_line(r.err));
+  CHECK(r.err.find("did you mean \"wal.storage\"?") != std::string::npos);
+
+  const std::string dup = dir.write("dup.json", result_file2(json::array({cell2("a", 1, kFour), cell2("a", 1, kFour)})));
+  r = cli("compare '" + dup + "' '" + base + "'");
+  CHECK(r.rc == 2);
+  CHECK(one_line(r.err));
+  CHECK(r.err.find(dup + ": cells 0 and 1 have the same setup") != std::string::npos);
+
+  r = cli("compare '" + base + "' --reference x.csv --ignore wal.storage");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("--ignore pairs the cells of BASE NEW; it does not apply to --reference") != std::string::npos);
+
+  r = cli("compare --help");
+  CHECK(r.rc == 0);
+  for (const char* opt : {"--ignore", "--pair-by", "Mann-Whitney", "1 nothing paired"}) {
+    INFO(opt);
+    CHECK(r.out.find(opt) != std::string::npos);
   }
 }
 
