@@ -378,15 +378,9 @@ std::string difference_line(const SettingDiff& d) {
   return s;
 }
 
-// The line about settings only one file records; mentions an older file's thinner blocks.
-std::string only_recorded_line(const char* side, const char* other, int other_schema,
-                               const std::vector<std::string>& settings) {
-  std::string s = absl::StrFormat("only %s records (not compared", side);
-  if (other_schema == 1)
-    s += absl::StrFormat("; %s is a schema-1 file, which records no clog block and only "
-                         "platform.kind, so cells pair on less",
-                         other);
-  return s + "): " + absl::StrJoin(settings, ", ") + "\n";
+// The line about settings only one file records.
+std::string only_recorded_line(const char* side, const std::vector<std::string>& settings) {
+  return absl::StrFormat("only %s records (not compared): %s\n", side, absl::StrJoin(settings, ", "));
 }
 
 }  // namespace
@@ -406,12 +400,16 @@ int compare_command(const std::string& base, const std::string& next, std::ostre
     out << "settings that differ (BASE -> NEW):\n";
     for (const SettingDiff& d : pairing.differences) out << difference_line(d) << '\n';
   }
-  const int base_schema = base_doc["context"]["schema_version"].get<int>();
-  const int next_schema = next_doc["context"]["schema_version"].get<int>();
-  if (!pairing.base_only_settings.empty())
-    out << only_recorded_line("BASE", "NEW", next_schema, pairing.base_only_settings);
-  if (!pairing.next_only_settings.empty())
-    out << only_recorded_line("NEW", "BASE", base_schema, pairing.next_only_settings);
+  const bool base_old = base_doc["context"]["schema_version"].get<int>() == 1;
+  const bool next_old = next_doc["context"]["schema_version"].get<int>() == 1;
+  if (base_old || next_old)
+    out << (base_old && next_old ? "BASE and NEW are schema-1 files, which record"
+                                 : base_old ? "BASE is a schema-1 file, which records"
+                                            : "NEW is a schema-1 file, which records")
+        << " no clog block and only platform.kind (not the simulated machine), so cells pair on "
+           "less\n";
+  if (!pairing.base_only_settings.empty()) out << only_recorded_line("BASE", pairing.base_only_settings);
+  if (!pairing.next_only_settings.empty()) out << only_recorded_line("NEW", pairing.next_only_settings);
 
   // Paired cells: NEW/BASE - 1 with the noise mark.
   std::vector<CellView> paired;  // the NEW side of each pair, in NEW's order

@@ -139,6 +139,8 @@ TEST_CASE("compare prints NEW/BASE - 1 per paired cell, the geometric mean and u
         "compare: NEW " + next + " vs BASE " + base + " (median tps, NEW/BASE - 1)\n"
         "settings that differ (BASE -> NEW):\n"
         "  clients: 4, 8 -> 4, 16\n"
+        "BASE and NEW are schema-1 files, which record no clog block and only platform.kind (not the "
+        "simulated machine), so cells pair on less\n"
         "\n"
         "                                      16    1024\n"
         "insert_locks_waitlist_4_clients  +10.0%?  -5.0%?\n"
@@ -514,9 +516,10 @@ TEST_CASE("compare holds a schema-1 file against a schema-2 file on what both re
   const CompareRun r = run_compare(old_file, new_file);
   CHECK(r.rc == 0);
   CHECK(r.out.find("settings: the files agree on every setting both record\n"
-                   "only NEW records (not compared; BASE is a schema-1 file, which records no clog block "
-                   "and only platform.kind, so cells pair on less): platform.atomics, platform.spinlocks, "
-                   "clog\n") != std::string::npos);
+                   "BASE is a schema-1 file, which records no clog block and only platform.kind (not the "
+                   "simulated machine), so cells pair on less\n"
+                   "only NEW records (not compared): platform.atomics, platform.spinlocks, clog\n") !=
+        std::string::npos);
   CHECK(row_text(r.out, "insert_locks_waitlist_16_clients") == "+10.0%?");
 
   SECTION("cells the older file cannot tell apart stay unpaired, with the reason") {
