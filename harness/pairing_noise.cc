@@ -70,6 +70,10 @@ NoiseVerdict noise_verdict(const std::vector<double>& base_tps, const std::vecto
     return n == 0 ? absl::StrFormat("no repetition with a tps in %s", side)
                   : absl::StrFormat("1 repetition in %s", side);
   };
+  if (base_tps.size() < 2 && next_tps.size() < 2 && base_tps.size() == next_tps.size()) {
+    v.reason = few(base_tps.size(), "BASE and in NEW");
+    return v;
+  }
   if (base_tps.size() < 2) {
     v.reason = few(base_tps.size(), "BASE");
     return v;

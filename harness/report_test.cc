@@ -150,7 +150,7 @@ TEST_CASE("compare prints NEW/BASE - 1 per paired cell, the geometric mean and u
         "\n"
         "* the change exceeds the noise: exact two-sided Mann-Whitney U test over the repetitions' "
         "tps, p < 0.05; unmarked: p >= 0.05; ? n/a, too few repetitions for any p < 0.05: no "
-        "repetition with a tps in BASE (2 cells)\n"
+        "repetition with a tps in BASE and in NEW (2 cells)\n"
         "beyond the noise: 0 of 0 cells with a verdict (0 up, 0 down); 2 without a verdict\n"
         "geometric mean change: +2.2% over 2 cells, the paired cells that succeeded in both files (of 3 paired)\n"
         "\n"

@@ -107,6 +107,7 @@ TEST_CASE("noise verdict: significant, within the noise, or n/a with the reason"
   CHECK(one.reason == "1 repetition in BASE");
   CHECK(noise_verdict(many, {1}).reason == "1 repetition in NEW");
   CHECK(noise_verdict({}, many).reason == "no repetition with a tps in BASE");
+  CHECK(noise_verdict({1}, {2}).reason == "1 repetition in BASE and in NEW");
 }
 
 }  // namespace
