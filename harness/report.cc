@@ -28,6 +28,11 @@ namespace {
 
 using json = nlohmann::json;
 
+using ojson = nlohmann::ordered_json;
+
+// `compare --json` files (layout in report.h); raise when a field changes its meaning.
+constexpr int kCompareVersion = 1;
+
 // Schema 1 (no clog block, platform.kind only) and the schema written now.
 constexpr int64_t kOldestReadableSchema = 1;
 constexpr int64_t kNewestReadableSchema = std::max(2, kResultSchemaVersion);
@@ -386,7 +391,7 @@ std::string only_recorded_line(const char* side, const std::vector<std::string>&
 }  // namespace
 
 int compare_command(const std::string& base, const std::string& next, std::ostream& out,
-                    std::ostream& err, const CompareOptions& options) {
+                    std::ostream& err, const CompareOptions& options, const std::string& json_path) {
   const json base_doc = load_result_file(base);
   const json next_doc = load_result_file(next);
   const Pairing pairing = pair_cells(base_doc, base, next_doc, next, options);
@@ -417,19 +422,37 @@ int compare_command(const std::string& base, const std::string& next, std::ostre
   double log_sum = 0;
   size_t log_n = 0, up = 0, down = 0, within = 0, no_verdict = 0;
   std::vector<std::pair<std::string, size_t>> no_verdict_reasons;  // reason, cells
+  ojson pairs_json = ojson::array();
   for (const auto& [bi, ni] : pairing.pairs) {
     const CellView& bv = bviews[bi];
     const CellView& nv = nviews[ni];
     paired.push_back(nv);
+    ojson& pj = pairs_json.emplace_back(ojson::object());
+    pj["base_cell"] = bi;
+    pj["new_cell"] = ni;
+    pj["label"] = nv.label;
+    pj["clients"] = nv.clients;
+    pj["record_size"] = nv.column;
+    pj["base_tps"] = bv.has_tps ? ojson(bv.tps) : ojson(nullptr);
+    pj["new_tps"] = nv.has_tps ? ojson(nv.tps) : ojson(nullptr);
+    pj["change"] = nullptr;
+    pj["status"] = "ok";
+    pj["noise"] = nullptr;
+    pj["p"] = nullptr;
+    pj["repetitions"] = {bv.rep_tps.size(), nv.rep_tps.size()};
+    pj["no_verdict"] = nullptr;
     if (!nv.ok || !bv.ok) {
       text.push_back("FAILED");
+      pj["status"] = "failed";
       continue;
     }
     if (!nv.has_tps || !bv.has_tps || bv.tps <= 0) {
       text.push_back("-");
+      pj["status"] = "no_tps";
       continue;
     }
     const double ratio = nv.tps / bv.tps;
+    pj["change"] = ratio - 1;
     if (ratio > 0) {
       log_sum += std::log(ratio);
       ++log_n;
@@ -440,13 +463,19 @@ int compare_command(const std::string& base, const std::string& next, std::ostre
       case NoiseVerdict::Kind::kExceedsNoise:
         mark = '*';
         ++(ratio >= 1 ? up : down);
+        pj["noise"] = "exceeds";
+        pj["p"] = verdict.p;
         break;
       case NoiseVerdict::Kind::kWithinNoise:
         ++within;
+        pj["noise"] = "within";
+        pj["p"] = verdict.p;
         break;
       case NoiseVerdict::Kind::kNoVerdict: {
         mark = '?';
         ++no_verdict;
+        pj["noise"] = "n/a";
+        pj["no_verdict"] = verdict.reason;
         auto it = std::find_if(no_verdict_reasons.begin(), no_verdict_reasons.end(),
                                [&](const auto& r) { return r.first == verdict.reason; });
         if (it == no_verdict_reasons.end())
@@ -509,6 +538,52 @@ int compare_command(const std::string& base, const std::string& next, std::ostre
   };
   list_unpaired("BASE", "NEW", pairing.base_only, bviews, nviews);
   list_unpaired("NEW", "BASE", pairing.next_only, nviews, bviews);
+
+  if (!json_path.empty()) {
+    auto role_name = [](SettingDiff::Role r) {
+      switch (r) {
+        case SettingDiff::Role::kPairs: return "pairs";
+        case SettingDiff::Role::kMeasurement: return "measurement";
+        case SettingDiff::Role::kIgnored: return "ignored";
+        case SettingDiff::Role::kNotPairedBy: return "not_paired_by";
+      }
+      return "pairs";
+    };
+    ojson doc = ojson::object();
+    doc["compare_version"] = kCompareVersion;
+    doc["base"] = base;
+    doc["new"] = next;
+    doc["metric"] = "summary.tps_median";
+    doc["noise_test"] = {{"test", "exact two-sided Mann-Whitney U"}, {"over", "repetitions[*].tps"},
+                         {"alpha", kNoiseAlpha}};
+    doc["ignore"] = options.ignore;
+    doc["pair_by"] = options.pair_by;
+    ojson diffs = ojson::array();
+    for (const SettingDiff& d : pairing.differences)
+      diffs.push_back({{"path", d.path}, {"role", role_name(d.role)}, {"base", d.base_values}, {"new", d.next_values}});
+    doc["differences"] = diffs;
+    doc["base_only_settings"] = pairing.base_only_settings;
+    doc["new_only_settings"] = pairing.next_only_settings;
+    doc["pairs"] = pairs_json;
+    auto unpaired_json = [&](const std::vector<UnpairedCell>& cells, const std::vector<CellView>& own) {
+      ojson list = ojson::array();
+      for (const UnpairedCell& u : cells)
+        list.push_back({{"cell", u.cell},
+                        {"label", own[u.cell].label},
+                        {"clients", own[u.cell].clients},
+                        {"record_size", own[u.cell].column},
+                        {"closest", u.closest == UnpairedCell::kNone || !u.note.empty() ? ojson(nullptr) : ojson(u.closest)},
+                        {"differences", u.differences},
+                        {"note", u.note.empty() ? ojson(nullptr) : ojson(u.note)}});
+      return list;
+    };
+    doc["unpaired_base"] = unpaired_json(pairing.base_only, bviews);
+    doc["unpaired_new"] = unpaired_json(pairing.next_only, nviews);
+    doc["geometric_mean_change"] =
+        log_n > 0 ? ojson(std::exp(log_sum / static_cast<double>(log_n)) - 1) : ojson(nullptr);
+    doc["geometric_mean_cells"] = log_n;
+    write_file_atomically(json_path, doc.dump(1) + "\n");
+  }
 
   if (pairing.pairs.empty()) {
     out.flush();

@@ -50,10 +50,27 @@ int report_command(const std::string& result_path, std::ostream& out, std::ostre
 //     cells that succeeded in both files;
 //   - the cells left unpaired on each side, each with the settings in which it differs from
 //     the closest cell of the other file.
-// Returns 0, or 1 with one line on `err` when nothing paired. Throws UsageError for a bad file,
-// an unknown --ignore/--pair-by key, or two cells of one file with the same setup.
+// With `json_path`, also writes the comparison as JSON, atomically (write_file_atomically),
+// keys in this order:
+//   {"compare_version": 1, "base": FILE, "new": FILE, "metric": "summary.tps_median",
+//    "noise_test": {"test", "over", "alpha"}, "ignore": [KEY], "pair_by": [KEY],
+//    "differences": [{"path", "role": "pairs"|"measurement"|"ignored"|"not_paired_by",
+//                     "base": [value texts], "new": [...]}],
+//    "base_only_settings": [...], "new_only_settings": [...],      not compared
+//    "pairs": [{"base_cell", "new_cell", "label", "clients", "record_size", "base_tps",
+//               "new_tps", "change": NEW/BASE - 1 or null, "status": "ok"|"failed"|"no_tps",
+//               "noise": "exceeds"|"within"|"n/a" or null, "p": exact p or null,
+//               "repetitions": [n BASE, n NEW], "no_verdict": reason or null}],
+//    "unpaired_base": [{"cell", "label", "clients", "record_size", "closest": cell or null,
+//                       "differences": ["path: BASE -> NEW"], "note": reason or null}],
+//    "unpaired_new": [...], "geometric_mean_change": x or null, "geometric_mean_cells": n}
+// Cell numbers are positions in the files' "cells" arrays.
+// Returns 0, or 1 with one line on `err` when nothing paired (the JSON is still written).
+// Throws UsageError for a bad file, an unknown --ignore/--pair-by key, or two cells of one file
+// with the same setup.
 int compare_command(const std::string& base, const std::string& next, std::ostream& out,
-                    std::ostream& err, const CompareOptions& options = {});
+                    std::ostream& err, const CompareOptions& options = {},
+                    const std::string& json_path = "");
 
 // Helpers shared with `walbench compare --reference` (harness/fidelity.cc).
 

@@ -541,8 +541,9 @@ TEST_CASE("walbench compare BASE NEW on the command line: exit status and one-li
   TempDir dir;
   auto cli = [&](const std::string& args) {
     const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-    const int status =
-        std::system(("'" + std::string(WALBENCH_BINARY) + "' " + args + " >'" + out + "' 2>'" + err + "'").c_str());
+    std::ostringstream command;  // (a stream: GCC 12 warns falsely on a chain of string +)
+    command << "'" << WALBENCH_BINARY << "' " << args << " >'" << out << "' 2>'" << err << "'";
+    const int status = std::system(command.str().c_str());
     auto slurp = [](const std::string& path) {
       std::ifstream in(path);
       std::ostringstream text;
@@ -584,6 +585,25 @@ TEST_CASE("walbench compare BASE NEW on the command line: exit status and one-li
   r = cli("compare '" + base + "' --reference x.csv --ignore wal.storage");
   CHECK(r.rc == 2);
   CHECK(r.err.find("--ignore pairs the cells of BASE NEW; it does not apply to --reference") != std::string::npos);
+
+  const std::string json_out = dir.file("cmp.json");
+  r = cli("compare '" + base + "' '" + file_storage + "' --ignore wal.storage --json '" + json_out + "'");
+  CHECK(r.rc == 0);
+  {
+    std::ifstream in(json_out);
+    const json doc = json::parse(in);
+    CHECK(doc["compare_version"] == 1);
+    CHECK(doc["ignore"] == json::array({"wal.storage"}));
+    CHECK(doc["differences"] ==
+          json::parse(R"([{"path": "wal.storage", "role": "ignored", "base": ["memory"], "new": ["file"]}])"));
+    REQUIRE(doc["pairs"].size() == 1);
+    const json& pair = doc["pairs"][0];
+    CHECK(pair["change"].get<double>() == Approx(1202.5 / 1002.5 - 1));  // medians
+    CHECK(pair["noise"] == "exceeds");
+    CHECK(pair["p"].get<double>() == Approx(2.0 / 70));
+    CHECK(pair["repetitions"] == json::array({4, 4}));
+    CHECK(doc["geometric_mean_change"].get<double>() == Approx(1202.5 / 1002.5 - 1));
+  }
 
   r = cli("compare --help");
   CHECK(r.rc == 0);
