@@ -90,7 +90,12 @@ const json* value_at(const Setup& s, const std::string& path) {
 }
 
 std::string value_text_or_absent(const json* v) { return v ? value_text(*v) : "(absent)"; }
-std::string value_key(const json* v) { return v ? v->dump() : std::string("\x01"); }
+// Equal settings compare equal however a file spelled the number (200 and 200.0).
+std::string value_key(const json* v) {
+  if (!v) return "\x01";  // absent
+  if (v->is_number()) return absl::StrFormat("%.17g", v->get<double>());
+  return v->dump();
+}
 
 // The shortest prefix of `path` that `other` records nothing about.
 std::string unrecorded_prefix(const std::string& path, const std::set<std::string>& other) {
@@ -164,13 +169,21 @@ Pairing pair_cells(const json& base, const std::string& base_path, const json& n
   auto matches_any = [](const std::string& p, const std::vector<std::string>& keys) {
     return std::any_of(keys.begin(), keys.end(), [&](const std::string& k) { return at_or_under(p, k); });
   };
+  // (value key, value text) of each distinct value, in order of first appearance.
   auto values_in = [&](const FileCells& f, const std::string& p) {
-    std::vector<std::string> values;
+    std::vector<std::pair<std::string, std::string>> values;
     for (const Setup& s : f.setups) {
-      const std::string v = value_text_or_absent(value_at(s, p));
-      if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+      const json* v = value_at(s, p);
+      const std::string key = value_key(v);
+      if (std::none_of(values.begin(), values.end(), [&](const auto& kv) { return kv.first == key; }))
+        values.emplace_back(key, value_text_or_absent(v));
     }
     return values;
+  };
+  auto texts = [](const std::vector<std::pair<std::string, std::string>>& values) {
+    std::vector<std::string> t;
+    for (const auto& [key, text] : values) t.push_back(text);
+    return t;
   };
 
   // Roles of the compared paths; run.* paths are measurement until they prove to be needed.
@@ -218,10 +231,12 @@ Pairing pair_cells(const json& base, const std::string& base_path, const json& n
   }
   const std::vector<std::string> identity = identity_paths();
   for (const std::string& p : compared) {
-    const std::vector<std::string> bv = values_in(b, p), nv = values_in(n, p);
-    const std::set<std::string> bset(bv.begin(), bv.end()), nset(nv.begin(), nv.end());
-    if (bset == nset) continue;
-    result.differences.push_back(SettingDiff{p, role_of[p], bv, nv});
+    const auto bv = values_in(b, p), nv = values_in(n, p);
+    std::set<std::string> bkeys, nkeys;
+    for (const auto& [key, text] : bv) bkeys.insert(key);
+    for (const auto& [key, text] : nv) nkeys.insert(key);
+    if (bkeys == nkeys) continue;
+    result.differences.push_back(SettingDiff{p, role_of[p], texts(bv), texts(nv)});
     if (role_of[p] == SettingDiff::Role::kPairs) result.identity_diff_paths.push_back(p);
   }
 

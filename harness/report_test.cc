@@ -370,10 +370,13 @@ TEST_CASE("compare pairs a rerun of a subset with the full run", "[compare]") {
   for (const char* label : {"a", "b"})
     for (int clients : {1, 4, 8}) full.push_back(cell2(label, clients, kFour));
   const std::string base = dir.write("full.json", result_file2(full));
-  // `--set matrix.clients=[8] --set run.duration_s=10` on one variant: other index, no swept keys.
+  // `--set matrix.clients=[8] --set run.duration_s=10` on one variant: other index, no swept keys;
+  // and a number spelled as an integer (200 for 200.0) is the same setting.
   const std::string next = dir.write(
-      "subset.json",
-      result_file2(json::array({cell2("b", 8, kFourUp, {{"matrix", nullptr}, {"run", {{"duration_s", 10.0}}}})})));
+      "subset.json", result_file2(json::array({cell2("b", 8, kFourUp,
+                                                     {{"matrix", nullptr},
+                                                      {"run", {{"duration_s", 10.0}}},
+                                                      {"commit", {{"wal_writer_delay_ms", 200}}}})})));
   const CompareRun r = run_compare(base, next);
   CHECK(r.rc == 0);
   CHECK(r.err.empty());
