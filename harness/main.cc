@@ -3,7 +3,8 @@
 // Exit status contract (NB: must match the --help footer and configs/README.md):
 //   0  everything ran (and verified)
 //   1  `run`: some cell failed (verification, watchdog, an error inside the model); the sweep
-//      went on and the result file records which and why
+//      went on and the result file records which and why. `compare BASE NEW`: no cell paired
+//      (one line on stderr says why)
 //   2  bad input: a config or --set error (ConfigError), CLI misuse or a bad result file
 //      (UsageError), a CLI11 parse error, or any other exception. Always exactly one line on
 //      stderr: "walbench: error: <message>".
@@ -59,8 +60,8 @@ constexpr const char* kFooter =
     "Configs live in configs/*.json; every key, its default and the matrix rules are in\n"
     "configs/README.md. `walbench SUBCOMMAND --help` shows a subcommand's options.\n"
     "\n"
-    "Exit status: 0 ok; 1 a cell failed (verification, watchdog); 2 bad input (config, command\n"
-    "line, result file), reported as one line on stderr.";
+    "Exit status: 0 ok; 1 a cell failed (verification, watchdog), or compare paired no cell; 2\n"
+    "bad input (config, command line, result file), reported as one line on stderr.";
 
 std::string one_line(std::string s) {
   for (char& c : s)
