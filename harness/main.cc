@@ -3,7 +3,8 @@
 // Exit status contract (NB: must match the --help footer and configs/README.md):
 //   0  everything ran (and verified)
 //   1  `run`: some cell failed (verification, watchdog, an error inside the model); the sweep
-//      went on and the result file records which and why
+//      went on and the result file records which and why. `compare BASE NEW`: no cell paired
+//      (one line on stderr says why)
 //   2  bad input: a config or --set error (ConfigError), CLI misuse or a bad result file
 //      (UsageError), a CLI11 parse error, or any other exception. Always exactly one line on
 //      stderr: "walbench: error: <message>".
@@ -62,8 +63,8 @@ constexpr const char* kFooter =
     "Configs live in configs/*.json; every key, its default and the matrix rules are in\n"
     "configs/README.md. `walbench SUBCOMMAND --help` shows a subcommand's options.\n"
     "\n"
-    "Exit status: 0 ok; 1 a cell failed (verification, watchdog); 2 bad input (config, command\n"
-    "line, result file), reported as one line on stderr.";
+    "Exit status: 0 ok; 1 a cell failed (verification, watchdog), or compare paired no cell; 2\n"
+    "bad input (config, command line, result file), reported as one line on stderr.";
 
 std::string one_line(std::string s) {
   for (char& c : s)
@@ -261,16 +262,34 @@ int real_main(int argc, char** argv) {
 
   // compare
   std::string cmp_base, cmp_new;
+  CompareOptions cmp_opts;
   FidelityOptions fid;
   CLI::App* compare = app.add_subcommand(
       "compare",
-      "compare two result files cell by cell (NEW/BASE - 1 of the median tps), or one result "
-      "file with a published table (--reference)");
+      "compare two result files cell by cell (NEW/BASE - 1 of the median tps, pairing only "
+      "cells with the same setup, each change tested against the noise), or one result file "
+      "with a published table (--reference)");
   compare->add_option("BASE", cmp_base, "baseline result file (with --reference: the result file)")
       ->required()
       ->type_name("FILE");
   compare->add_option("NEW", cmp_new, "result file to compare against BASE (not with --reference)")
       ->type_name("FILE");
+  CLI::Option* cmp_ignore =
+      compare
+          ->add_option("--ignore", cmp_opts.ignore,
+                       "BASE NEW: pair cells even when they differ in KEY, a dotted setting path "
+                       "(wal.storage, platform.sim, run, label); repeatable")
+          ->expected(1)
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+          ->type_name("KEY");
+  CLI::Option* cmp_pair_by =
+      compare
+          ->add_option("--pair-by", cmp_opts.pair_by,
+                       "BASE NEW: pair cells by clients and these settings only (dotted paths, "
+                       "as for --ignore); repeatable")
+          ->expected(1)
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+          ->type_name("KEY");
   CLI::Option* cmp_ref =
       compare
           ->add_option("--reference", fid.reference_path,
@@ -303,15 +322,22 @@ int real_main(int argc, char** argv) {
                        "ratios within 1 +- this percentage are a tie (default 5)")
           ->check(CLI::Range(0.0, 99.999))
           ->type_name("PCT");
-  CLI::Option* cmp_json =
-      compare->add_option("--json", fid.json_path, "also write the comparison as JSON (atomically)")
-          ->type_name("FILE");
+  compare->add_option("--json", fid.json_path, "also write the comparison as JSON (atomically)")
+      ->type_name("FILE");
   compare->footer(
       "Examples:\n"
       "  walbench compare results/base.json results/new.json\n"
+      "  walbench compare a.json b.json --ignore label --ignore params --ignore strategy\n"
       "  walbench compare sim.json --reference ../shared/reference/insert-locks-fsync-off.csv\n"
       "  walbench compare r.json --reference ../shared/reference/xloginsert-scale-32core.csv "
       "--fix tables=permanent\n"
+      "BASE NEW pairs cells whose resolved setup is the same (label, strategy, params, clients, "
+      "platform, workload, wal, commit, clog; the run block and the swept keys do not matter), "
+      "lists once every setting the files differ in, marks a change '*' when an exact "
+      "Mann-Whitney U test over the repetitions' tps gives p < 0.05 ('?' when too few "
+      "repetitions) and lists the unpaired cells with the reason; --json FILE writes it with the "
+      "p-values. Exit status: 0 compared; 1 "
+      "nothing paired; 2 bad input, an unknown KEY or two cells of one file with the same setup.\n"
       "With --reference, cells match rows by label (or --variant), clients and the matrix keys "
       "named like the other CSV columns (workload.record_size -> record_size); absolute tps are "
       "shown, not scored. Exit status: 0 the comparison was made (mismatches are findings); 2 bad "
@@ -378,14 +404,18 @@ int real_main(int argc, char** argv) {
   }
   if (*compare) {
     if (cmp_ref->count() == 0) {
-      for (const CLI::Option* o : {cmp_fix, cmp_variant, cmp_baseline, cmp_tie, cmp_json})
+      for (const CLI::Option* o : {cmp_fix, cmp_variant, cmp_baseline, cmp_tie})
         if (o->count() > 0)
           return fail("compare: " + o->get_name() + " needs --reference (see walbench compare --help)");
       if (cmp_new.empty())
         return fail("compare: NEW is required: compare BASE NEW, or RESULT --reference CSV (see "
                     "walbench compare --help)");
-      return compare_command(cmp_base, cmp_new, std::cout, std::cerr);
+      return compare_command(cmp_base, cmp_new, std::cout, std::cerr, cmp_opts, fid.json_path);
     }
+    for (const CLI::Option* o : {cmp_ignore, cmp_pair_by})
+      if (o->count() > 0)
+        return fail("compare: " + o->get_name() + " pairs the cells of BASE NEW; it does not apply "
+                    "to --reference (see walbench compare --help)");
     if (!cmp_new.empty())
       return fail("compare: --reference compares one result file with a table; got a second file " +
                   cmp_new + " (see walbench compare --help)");

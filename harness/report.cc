@@ -16,7 +16,10 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "harness/config.h"
+#include "harness/pairing.h"
+#include "harness/pairing_noise.h"
 #include "harness/runner.h"
 
 namespace walbench {
@@ -24,6 +27,15 @@ namespace walbench {
 namespace {
 
 using json = nlohmann::json;
+
+using ojson = nlohmann::ordered_json;
+
+// `compare --json` files (layout in report.h); raise when a field changes its meaning.
+constexpr int kCompareVersion = 1;
+
+// Schema 1 (no clog block, platform.kind only) and the schema written now.
+constexpr int64_t kOldestReadableSchema = 1;
+constexpr int64_t kNewestReadableSchema = std::max(2, kResultSchemaVersion);
 
 [[noreturn]] void bad_file(const std::string& path, const std::string& what) {
   throw UsageError(path + ": " + what);
@@ -45,7 +57,7 @@ struct CellView {
   json matrix_rest;       // matrix values other than label, clients and record size
   std::string group_key;  // everything that must be equal to share a table
   std::string footer;     // the line under the table
-  std::string match_key;  // compare: (label, clients, matrix values)
+  std::vector<double> rep_tps;  // compare: repetitions[*].tps that are not null
 
   std::string row() const { return absl::StrFormat("%s_%d_clients", label, clients); }
   std::string describe() const {
@@ -115,7 +127,9 @@ std::vector<CellView> views_of(const json& doc) {
     key["matrix"] = v.matrix_rest;
     v.group_key = key.dump();
     v.footer = setup_line(cell, v.matrix_rest);
-    v.match_key = v.label + '\x1f' + std::to_string(v.clients) + '\x1f' + matrix.dump();
+    for (const json& rep : member_or_null(cell, "repetitions"))
+      if (rep.is_object() && rep.contains("tps") && rep["tps"].is_number())
+        v.rep_tps.push_back(rep["tps"].get<double>());
     views.push_back(std::move(v));
   }
   return views;
@@ -299,9 +313,9 @@ json load_result_file(const std::string& path) {
   if (!ctx.contains("schema_version") || !ctx["schema_version"].is_number_integer())
     bad_file(path, "not a walbench result file: /context/schema_version is missing");
   const auto version = ctx["schema_version"].get<int64_t>();
-  if (version < 1 || version > kResultSchemaVersion)
-    bad_file(path, absl::StrFormat("result schema_version %d is not supported (this walbench reads "
-                                   "1 to %d)", version, kResultSchemaVersion));
+  if (version < kOldestReadableSchema || version > kNewestReadableSchema)
+    bad_file(path, absl::StrFormat("result schema_version %d is not supported (this walbench reads %d to %d)",
+                                   version, kOldestReadableSchema, kNewestReadableSchema));
   for (size_t i = 0; i < doc["cells"].size(); ++i) {
     const json& c = doc["cells"][i];
     auto need = [&](const char* key, bool good, const char* expected) {
@@ -343,65 +357,256 @@ int report_command(const std::string& result_path, std::ostream& out, std::ostre
   return 0;
 }
 
+
+namespace {
+
+// "1, 2, 4"
+std::string value_list(const std::vector<std::string>& values) { return absl::StrJoin(values, ", "); }
+
+bool is_subset(const std::vector<std::string>& small, const std::vector<std::string>& big) {
+  return std::all_of(small.begin(), small.end(), [&](const std::string& v) {
+    return std::find(big.begin(), big.end(), v) != big.end();
+  });
+}
+
+// One header line per setting the files differ in: "  wal.storage: memory -> file".
+std::string difference_line(const SettingDiff& d) {
+  std::string s = "  " + d.path + ": " + value_list(d.base_values) + " -> " + value_list(d.next_values);
+  switch (d.role) {
+    case SettingDiff::Role::kMeasurement: return s + " (measurement; cells still pair)";
+    case SettingDiff::Role::kIgnored: return s + " (--ignore; cells still pair)";
+    case SettingDiff::Role::kNotPairedBy: return s + " (not a --pair-by key; cells still pair)";
+    case SettingDiff::Role::kPairs: break;
+  }
+  if (is_subset(d.next_values, d.base_values)) return s + " (NEW has a subset)";
+  if (is_subset(d.base_values, d.next_values)) return s + " (BASE has a subset)";
+  return s;
+}
+
+// The line about settings only one file records.
+std::string only_recorded_line(const char* side, const std::vector<std::string>& settings) {
+  return absl::StrFormat("only %s records (not compared): %s\n", side, absl::StrJoin(settings, ", "));
+}
+
+}  // namespace
+
 int compare_command(const std::string& base, const std::string& next, std::ostream& out,
-                    std::ostream& /*err*/) {
+                    std::ostream& err, const CompareOptions& options, const std::string& json_path) {
   const json base_doc = load_result_file(base);
   const json next_doc = load_result_file(next);
+  const Pairing pairing = pair_cells(base_doc, base, next_doc, next, options);
   const std::vector<CellView> bviews = views_of(base_doc);
   const std::vector<CellView> nviews = views_of(next_doc);
 
-  std::map<std::string, size_t> base_by_key;  // first cell of each key wins
-  for (size_t i = 0; i < bviews.size(); ++i) base_by_key.emplace(bviews[i].match_key, i);
-  std::set<std::string> next_keys;
-  for (const auto& v : nviews) next_keys.insert(v.match_key);
+  out << "compare: NEW " << next << " vs BASE " << base << " (median tps, NEW/BASE - 1)\n";
+  if (pairing.differences.empty()) {
+    out << "settings: the files agree on every setting both record\n";
+  } else {
+    out << "settings that differ (BASE -> NEW):\n";
+    for (const SettingDiff& d : pairing.differences) out << difference_line(d) << '\n';
+  }
+  const bool base_old = base_doc["context"]["schema_version"].get<int>() == 1;
+  const bool next_old = next_doc["context"]["schema_version"].get<int>() == 1;
+  if (base_old || next_old)
+    out << (base_old && next_old ? "BASE and NEW are schema-1 files, which record"
+                                 : base_old ? "BASE is a schema-1 file, which records"
+                                            : "NEW is a schema-1 file, which records")
+        << " no clog block and only platform.kind (not the simulated machine), so cells pair on "
+           "less\n";
+  if (!pairing.base_only_settings.empty()) out << only_recorded_line("BASE", pairing.base_only_settings);
+  if (!pairing.next_only_settings.empty()) out << only_recorded_line("NEW", pairing.next_only_settings);
 
+  // Paired cells: NEW/BASE - 1 with the noise mark.
+  std::vector<CellView> paired;  // the NEW side of each pair, in NEW's order
+  std::vector<std::string> text;
   double log_sum = 0;
-  size_t log_n = 0;
-  std::vector<std::string> only_next, only_base;
-  std::vector<std::string> text(nviews.size());
-  for (size_t i = 0; i < nviews.size(); ++i) {
-    const CellView& nv = nviews[i];
-    const auto it = base_by_key.find(nv.match_key);
-    if (it == base_by_key.end()) {
-      text[i] = "-";
-      only_next.push_back(nv.describe());
+  size_t log_n = 0, up = 0, down = 0, within = 0, no_verdict = 0;
+  std::vector<std::pair<std::string, size_t>> no_verdict_reasons;  // reason, cells
+  ojson pairs_json = ojson::array();
+  for (const auto& [bi, ni] : pairing.pairs) {
+    const CellView& bv = bviews[bi];
+    const CellView& nv = nviews[ni];
+    paired.push_back(nv);
+    ojson& pj = pairs_json.emplace_back(ojson::object());
+    pj["base_cell"] = bi;
+    pj["new_cell"] = ni;
+    pj["label"] = nv.label;
+    pj["clients"] = nv.clients;
+    pj["record_size"] = nv.column;
+    pj["base_tps"] = bv.has_tps ? ojson(bv.tps) : ojson(nullptr);
+    pj["new_tps"] = nv.has_tps ? ojson(nv.tps) : ojson(nullptr);
+    pj["change"] = nullptr;
+    pj["status"] = "ok";
+    pj["noise"] = nullptr;
+    pj["p"] = nullptr;
+    pj["repetitions"] = {bv.rep_tps.size(), nv.rep_tps.size()};
+    pj["no_verdict"] = nullptr;
+    if (!nv.ok || !bv.ok) {
+      text.push_back("FAILED");
+      pj["status"] = "failed";
       continue;
     }
-    const CellView& bv = bviews[it->second];
-    if (!nv.ok || !bv.ok) {
-      text[i] = "FAILED";
-    } else if (!nv.has_tps || !bv.has_tps || bv.tps <= 0) {
-      text[i] = "-";
-    } else {
-      const double ratio = nv.tps / bv.tps;
-      text[i] = absl::StrFormat("%+.1f%%", (ratio - 1) * 100);
-      if (ratio > 0) {
-        log_sum += std::log(ratio);
-        ++log_n;
+    if (!nv.has_tps || !bv.has_tps || bv.tps <= 0) {
+      text.push_back("-");
+      pj["status"] = "no_tps";
+      continue;
+    }
+    const double ratio = nv.tps / bv.tps;
+    pj["change"] = ratio - 1;
+    if (ratio > 0) {
+      log_sum += std::log(ratio);
+      ++log_n;
+    }
+    const NoiseVerdict verdict = noise_verdict(bv.rep_tps, nv.rep_tps);
+    char mark = ' ';
+    switch (verdict.kind) {
+      case NoiseVerdict::Kind::kExceedsNoise:
+        mark = '*';
+        ++(ratio >= 1 ? up : down);
+        pj["noise"] = "exceeds";
+        pj["p"] = verdict.p;
+        break;
+      case NoiseVerdict::Kind::kWithinNoise:
+        ++within;
+        pj["noise"] = "within";
+        pj["p"] = verdict.p;
+        break;
+      case NoiseVerdict::Kind::kNoVerdict: {
+        mark = '?';
+        ++no_verdict;
+        pj["noise"] = "n/a";
+        pj["no_verdict"] = verdict.reason;
+        auto it = std::find_if(no_verdict_reasons.begin(), no_verdict_reasons.end(),
+                               [&](const auto& r) { return r.first == verdict.reason; });
+        if (it == no_verdict_reasons.end())
+          no_verdict_reasons.emplace_back(verdict.reason, 1);
+        else
+          ++it->second;
+        break;
       }
     }
+    text.push_back(absl::StrFormat("%+.1f%%%c", (ratio - 1) * 100, mark));
   }
-  for (const auto& bv : bviews)
-    if (!next_keys.count(bv.match_key)) only_base.push_back(bv.describe());
 
-  out << "compare: NEW " << next << " vs BASE " << base << " (median tps, NEW/BASE - 1)\n\n";
-  const std::vector<Group> groups = group_views(nviews);
-  for (size_t g = 0; g < groups.size(); ++g) {
-    out << render_group(groups[g], nviews, [&](size_t i) { return text[i]; });
+  if (!paired.empty()) {
     out << '\n';
+    const std::vector<Group> groups = group_views(paired);
+    for (const Group& g : groups) {
+      out << render_group(g, paired, [&](size_t i) { return text[i]; });
+      out << '\n';
+    }
+    std::string legend = absl::StrFormat(
+        "* the change exceeds the noise: exact two-sided Mann-Whitney U test over the "
+        "repetitions' tps, p < %g; unmarked: p >= %g",
+        kNoiseAlpha, kNoiseAlpha);
+    if (!no_verdict_reasons.empty()) {
+      std::vector<std::string> reasons;
+      for (const auto& [reason, cells] : no_verdict_reasons)
+        reasons.push_back(absl::StrFormat("%s (%d cell%s)", reason, cells, cells == 1 ? "" : "s"));
+      legend += "; ? n/a, too few repetitions for any p < " + absl::StrFormat("%g", kNoiseAlpha) +
+                ": " + absl::StrJoin(reasons, "; ");
+    }
+    out << legend << '\n';
+    const size_t testable = up + down + within;
+    out << absl::StrFormat("beyond the noise: %d of %d cells with a verdict (%d up, %d down)", up + down,
+                           testable, up, down);
+    if (no_verdict > 0) out << absl::StrFormat("; %d without a verdict", no_verdict);
+    out << '\n';
+    if (log_n > 0)
+      out << absl::StrFormat("geometric mean change: %+.1f%% over %d cell%s, the paired cells that succeeded in both files (of %d paired)\n",
+                             (std::exp(log_sum / static_cast<double>(log_n)) - 1) * 100, log_n,
+                             log_n == 1 ? "" : "s", pairing.pairs.size());
+    else
+      out << absl::StrFormat("geometric mean change: n/a (none of the %d paired cells succeeded in both files)\n",
+                             pairing.pairs.size());
   }
-  if (log_n > 0)
-    out << absl::StrFormat("geometric mean change: %+.1f%% over %d cells\n",
-                           (std::exp(log_sum / static_cast<double>(log_n)) - 1) * 100, log_n);
-  else
-    out << "geometric mean change: n/a (no cell succeeded in both files)\n";
-  auto list = [&](const char* which, const std::vector<std::string>& cells) {
+
+  auto list_unpaired = [&](const char* side, const char* other_side, const std::vector<UnpairedCell>& cells,
+                           const std::vector<CellView>& own, const std::vector<CellView>& other) {
     if (cells.empty()) return;
-    out << absl::StrFormat("only in %s (%d):\n", which, cells.size());
-    for (const auto& c : cells) out << "  " << c << '\n';
+    out << absl::StrFormat("\nunpaired in %s (%d):\n", side, cells.size());
+    for (const UnpairedCell& u : cells) {
+      out << "  " << own[u.cell].describe() << ": ";
+      if (!u.note.empty())
+        out << u.note << '\n';
+      else if (u.closest == UnpairedCell::kNone)
+        out << other_side << " has no cells\n";
+      else
+        out << "the closest " << other_side << " cell (" << other[u.closest].describe() << ") differs in "
+            << absl::StrJoin(u.differences, ", ") << '\n';
+    }
   };
-  list("BASE", only_base);
-  list("NEW", only_next);
+  list_unpaired("BASE", "NEW", pairing.base_only, bviews, nviews);
+  list_unpaired("NEW", "BASE", pairing.next_only, nviews, bviews);
+
+  if (!json_path.empty()) {
+    auto role_name = [](SettingDiff::Role r) {
+      switch (r) {
+        case SettingDiff::Role::kPairs: return "pairs";
+        case SettingDiff::Role::kMeasurement: return "measurement";
+        case SettingDiff::Role::kIgnored: return "ignored";
+        case SettingDiff::Role::kNotPairedBy: return "not_paired_by";
+      }
+      return "pairs";
+    };
+    ojson doc = ojson::object();
+    doc["compare_version"] = kCompareVersion;
+    doc["base"] = base;
+    doc["new"] = next;
+    doc["metric"] = "summary.tps_median";
+    doc["noise_test"] = {{"test", "exact two-sided Mann-Whitney U"}, {"over", "repetitions[*].tps"},
+                         {"alpha", kNoiseAlpha}};
+    doc["ignore"] = options.ignore;
+    doc["pair_by"] = options.pair_by;
+    ojson diffs = ojson::array();
+    for (const SettingDiff& d : pairing.differences)
+      diffs.push_back({{"path", d.path}, {"role", role_name(d.role)}, {"base", d.base_values}, {"new", d.next_values}});
+    doc["differences"] = diffs;
+    doc["base_only_settings"] = pairing.base_only_settings;
+    doc["new_only_settings"] = pairing.next_only_settings;
+    doc["pairs"] = pairs_json;
+    auto unpaired_json = [&](const std::vector<UnpairedCell>& cells, const std::vector<CellView>& own) {
+      ojson list = ojson::array();
+      for (const UnpairedCell& u : cells)
+        list.push_back({{"cell", u.cell},
+                        {"label", own[u.cell].label},
+                        {"clients", own[u.cell].clients},
+                        {"record_size", own[u.cell].column},
+                        {"closest", u.closest == UnpairedCell::kNone || !u.note.empty() ? ojson(nullptr) : ojson(u.closest)},
+                        {"differences", u.differences},
+                        {"note", u.note.empty() ? ojson(nullptr) : ojson(u.note)}});
+      return list;
+    };
+    doc["unpaired_base"] = unpaired_json(pairing.base_only, bviews);
+    doc["unpaired_new"] = unpaired_json(pairing.next_only, nviews);
+    doc["geometric_mean_change"] =
+        log_n > 0 ? ojson(std::exp(log_sum / static_cast<double>(log_n)) - 1) : ojson(nullptr);
+    doc["geometric_mean_cells"] = log_n;
+    write_file_atomically(json_path, doc.dump(1) + "\n");
+  }
+
+  if (pairing.pairs.empty()) {
+    out.flush();
+    // The settings with no value in common explain it; the ones that merely overlap do not.
+    std::vector<std::string> apart;
+    for (const SettingDiff& d : pairing.differences)
+      if (d.role == SettingDiff::Role::kPairs &&
+          std::none_of(d.next_values.begin(), d.next_values.end(), [&](const std::string& v) {
+            return std::find(d.base_values.begin(), d.base_values.end(), v) != d.base_values.end();
+          }))
+        apart.push_back(d.path);
+    if (apart.empty()) apart = pairing.identity_diff_paths;
+    std::string why;
+    if (bviews.empty() || nviews.empty())
+      why = absl::StrFormat("%s has no cells", bviews.empty() ? "BASE" : "NEW");
+    else if (apart.empty())
+      why = "no combination of the settings occurs in both files (see the unpaired cells above)";
+    else
+      why = "the files differ in " + absl::StrJoin(apart, ", ") +
+            " (listed above); --ignore KEY or --pair-by KEY pairs such cells deliberately";
+    err << "walbench: compare: no cell of NEW pairs with a cell of BASE: " << why << '\n';
+    return 1;
+  }
   return 0;
 }
 

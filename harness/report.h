@@ -24,9 +24,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/pairing.h"
+
 namespace walbench {
 
-// Reads and checks a result file (schema_version 1). Throws UsageError (harness/config.h)
+// Reads and checks a result file (schema_version 1 or 2). Throws UsageError (harness/config.h)
 // naming the file and what is wrong: unreadable, not JSON (with line/column), not a walbench
 // result, unsupported schema version, a cell without label/clients/ok.
 nlohmann::json load_result_file(const std::string& path);
@@ -35,13 +37,40 @@ nlohmann::json load_result_file(const std::string& path);
 // Returns 0; throws UsageError for a bad file.
 int report_command(const std::string& result_path, std::ostream& out, std::ostream& err);
 
-// Matches the cells of `next` to those of `base` by (label, clients, matrix values) and prints
-// the tables of `next` with NEW/BASE - 1 of the median tps ("+12.3%"); "FAILED" when either
-// side failed, "-" when base lacks the cell. The footer gives the geometric mean of NEW/BASE - 1
-// over the cells both ran successfully, and lists the cells found in only one file.
-// Returns 0; throws UsageError for a bad file.
+// `walbench compare BASE NEW`. Pairs the cells of the two files by their setup (pairing.h:
+// every resolved setting but the run block, whatever was swept; --ignore / --pair-by narrow
+// it) and prints:
+//   - once, every setting in which the files differ ("  wal.storage: memory -> file"), and the
+//     settings only one file records (not compared; a schema-1 file records less);
+//   - the tables of NEW's paired cells (report layout) with NEW/BASE - 1 of the median tps
+//     ("+12.3%"), marked "*" when the change exceeds the noise (exact two-sided Mann-Whitney U
+//     over the repetitions' tps, p < 0.05, pairing_noise.h), "?" when the repetitions are too
+//     few for any verdict, unmarked otherwise; "FAILED" when either side failed; a legend line;
+//   - how many changes exceed the noise, and the geometric mean of NEW/BASE over the paired
+//     cells that succeeded in both files;
+//   - the cells left unpaired on each side, each with the settings in which it differs from
+//     the closest cell of the other file.
+// With `json_path`, also writes the comparison as JSON, atomically (write_file_atomically),
+// keys in this order:
+//   {"compare_version": 1, "base": FILE, "new": FILE, "metric": "summary.tps_median",
+//    "noise_test": {"test", "over", "alpha"}, "ignore": [KEY], "pair_by": [KEY],
+//    "differences": [{"path", "role": "pairs"|"measurement"|"ignored"|"not_paired_by",
+//                     "base": [value texts], "new": [...]}],
+//    "base_only_settings": [...], "new_only_settings": [...],      not compared
+//    "pairs": [{"base_cell", "new_cell", "label", "clients", "record_size", "base_tps",
+//               "new_tps", "change": NEW/BASE - 1 or null, "status": "ok"|"failed"|"no_tps",
+//               "noise": "exceeds"|"within"|"n/a" or null, "p": exact p or null,
+//               "repetitions": [n BASE, n NEW], "no_verdict": reason or null}],
+//    "unpaired_base": [{"cell", "label", "clients", "record_size", "closest": cell or null,
+//                       "differences": ["path: BASE -> NEW"], "note": reason or null}],
+//    "unpaired_new": [...], "geometric_mean_change": x or null, "geometric_mean_cells": n}
+// Cell numbers are positions in the files' "cells" arrays.
+// Returns 0, or 1 with one line on `err` when nothing paired (the JSON is still written).
+// Throws UsageError for a bad file, an unknown --ignore/--pair-by key, or two cells of one file
+// with the same setup.
 int compare_command(const std::string& base, const std::string& next, std::ostream& out,
-                    std::ostream& err);
+                    std::ostream& err, const CompareOptions& options = {},
+                    const std::string& json_path = "");
 
 // Helpers shared with `walbench compare --reference` (harness/fidelity.cc).
 

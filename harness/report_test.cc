@@ -2,8 +2,11 @@
 // and the errors for files that are not results.
 #include "harness/report.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +16,7 @@
 #include "tests/temp_dir.h"
 
 #include "harness/config.h"
+#include "harness/pairing.h"
 
 namespace walbench {
 namespace {
@@ -113,8 +117,8 @@ TEST_CASE("report prints pgsql-hackers tables (golden)", "[report]") {
         "prev link\n");
 }
 
-TEST_CASE("compare prints NEW/BASE - 1 per cell, the geometric mean and unmatched cells",
-          "[report]") {
+TEST_CASE("compare prints NEW/BASE - 1 per paired cell, the geometric mean and unpaired cells",
+          "[report][compare]") {
   TempDir dir;
   const std::string base = dir.write("base.json", result_file(json::array({
                                                       cell("insert_locks_waitlist", 4, "16", 1000),
@@ -130,24 +134,36 @@ TEST_CASE("compare prints NEW/BASE - 1 per cell, the geometric mean and unmatche
                                                  })));
   std::ostringstream out, err;
   REQUIRE(compare_command(base, next, out, err) == 0);
+  CHECK(err.str().empty());
   CHECK(out.str() ==
         "compare: NEW " + next + " vs BASE " + base + " (median tps, NEW/BASE - 1)\n"
+        "settings that differ (BASE -> NEW):\n"
+        "  clients: 4, 8 -> 4, 16\n"
+        "BASE and NEW are schema-1 files, which record no clog block and only platform.kind (not the "
+        "simulated machine), so cells pair on less\n"
         "\n"
-        "                                      16   1024\n"
-        "insert_locks_waitlist_4_clients   +10.0%  -5.0%\n"
-        "insert_locks_waitlist_16_clients       -      -\n"
-        "insert_locks_atomic_4_clients     FAILED      -\n"
+        "                                      16    1024\n"
+        "insert_locks_waitlist_4_clients  +10.0%?  -5.0%?\n"
+        "insert_locks_atomic_4_clients     FAILED       -\n"
         "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
         "3 repetitions x 5 s, median tps\n"
         "\n"
-        "geometric mean change: +2.2% over 2 cells\n"
-        "only in BASE (1):\n"
-        "  insert_locks_waitlist_8_clients record_size=16\n"
-        "only in NEW (1):\n"
-        "  insert_locks_waitlist_16_clients record_size=16\n");
+        "* the change exceeds the noise: exact two-sided Mann-Whitney U test over the repetitions' "
+        "tps, p < 0.05; unmarked: p >= 0.05; ? n/a, too few repetitions for any p < 0.05: no "
+        "repetition with a tps in BASE and in NEW (2 cells)\n"
+        "beyond the noise: 0 of 0 cells with a verdict (0 up, 0 down); 2 without a verdict\n"
+        "geometric mean change: +2.2% over 2 cells, the paired cells that succeeded in both files (of 3 paired)\n"
+        "\n"
+        "unpaired in BASE (1):\n"
+        "  insert_locks_waitlist_8_clients record_size=16: the closest NEW cell "
+        "(insert_locks_waitlist_4_clients record_size=16) differs in clients: 8 -> 4\n"
+        "\n"
+        "unpaired in NEW (1):\n"
+        "  insert_locks_waitlist_16_clients record_size=16: the closest BASE cell "
+        "(insert_locks_waitlist_4_clients record_size=16) differs in clients: 4 -> 16\n");
 }
 
-TEST_CASE("compare matches on matrix values, not on position", "[report]") {
+TEST_CASE("compare matches on the setup, not on position", "[report][compare]") {
   TempDir dir;
   // Same label and clients, different wal_buffers: two different cells.
   const std::string base = dir.write("b.json", result_file(json::array({
@@ -161,11 +177,11 @@ TEST_CASE("compare matches on matrix values, not on position", "[report]") {
   std::ostringstream out, err;
   REQUIRE(compare_command(base, next, out, err) == 0);
   const std::string o = out.str();
-  CHECK(o.find("w_4_clients  +10.0%\n") != std::string::npos);
-  CHECK(o.find("w_4_clients  +50.0%\n") != std::string::npos);
+  CHECK(o.find("w_4_clients  +10.0%?\n") != std::string::npos);
+  CHECK(o.find("w_4_clients  +50.0%?\n") != std::string::npos);
   CHECK(o.find("wal.wal_buffers=128") != std::string::npos);
-  CHECK(o.find("geometric mean change: +28.5% over 2 cells\n") != std::string::npos);  // sqrt(1.1*1.5)
-  CHECK(o.find("only in") == std::string::npos);
+  CHECK(o.find("geometric mean change: +28.5% over 2 cells, the paired cells that succeeded in both files (of 2 paired)\n") != std::string::npos);  // sqrt(1.1*1.5)
+  CHECK(o.find("unpaired") == std::string::npos);
 }
 
 TEST_CASE("report and compare reject files that are not results, naming the file", "[report]") {
@@ -189,9 +205,9 @@ TEST_CASE("report and compare reject files that are not results, naming the file
                     config + ": not a walbench result file: expected an object with \"context\" "
                              "and a \"cells\" array");
 
-  const std::string v2 = dir.write("v2.json", R"({"context": {"schema_version": 2}, "cells": []})");
-  CHECK_THROWS_WITH(report_command(v2, out, err),
-                    v2 + ": result schema_version 2 is not supported (this walbench reads 1)");
+  const std::string v9 = dir.write("v9.json", R"({"context": {"schema_version": 9}, "cells": []})");
+  CHECK_THROWS_WITH(report_command(v9, out, err),
+                    v9 + ": result schema_version 9 is not supported (this walbench reads 1 to 2)");
 
   json c = cell("w", 4, "16", 1000);
   c.erase("label");
@@ -210,6 +226,394 @@ TEST_CASE("report on a result without cells says so", "[report]") {
   std::ostringstream out, err;
   CHECK(report_command(path, out, err) == 0);
   CHECK(out.str() == path + ": no cells\n");
+}
+
+// ---- compare BASE NEW on schema-2 files ----
+
+// A schema-2 cell (harness/RESULTS.md) on the simulated platform: label "a", emit_message with
+// 16-byte records on memory storage, 4 repetitions. `patch` is merged in (RFC 7386) to change
+// any setting; `tps` are the repetitions' tps (the median goes to the summary).
+json cell2(const std::string& label, int clients, std::vector<double> tps, const json& patch = json::object()) {
+  std::vector<double> sorted = tps;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted.empty() ? 0
+                        : sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                            : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+  json reps = json::array();
+  for (size_t i = 0; i < tps.size(); ++i) reps.push_back({{"seed", 1 + i}, {"ok", true}, {"error", nullptr}, {"tps", tps[i]}});
+  json c = {
+      {"index", 0},
+      {"label", label},
+      {"strategy", "insert_locks"},
+      {"params", {{"insertingat", "atomic"}, {"lock_choice", "procno"}, {"num_locks", 8}}},
+      {"clients", clients},
+      {"matrix", {{"clients", clients}, {"strategy", label}}},
+      {"platform",
+       {{"kind", "sim"}, {"atomics", "native"}, {"spinlocks", "native"},
+        {"sim", {{"cores", 64}, {"sockets", 1}, {"same_socket_transfer_ns", 50.0}}}}},
+      {"workload",
+       {{"name", "emit_message"}, {"record_size", 16}, {"record_size_label", "16"}, {"transactional", true},
+        {"client_overhead_us", 0.0}, {"client_overhead_jitter", 0.0}, {"payload_ns_per_byte", 0.0}}},
+      {"wal",
+       {{"page_size", 8192}, {"segment_size", 16777216}, {"wal_buffers", 2048}, {"storage", "memory"},
+        {"path", ""}, {"fsync", true}, {"buffer_init", "mapping_lock"}}},
+      {"commit", {{"synchronous_commit", true}, {"wal_writer_delay_ms", 200.0}, {"wal_writer_flush_after", 128}}},
+      {"clog", {{"strategy", "clog_exclusive"}, {"params", json::object()}, {"clog_buffers", 128}, {"page_size", 8192}}},
+      {"run",
+       {{"duration_s", 5.0}, {"warmup_s", 1.0}, {"repetitions", tps.size()}, {"seed", 1},
+        {"progress_interval_s", 0.0}, {"verify", true}, {"watchdog_s", 10.0}, {"interleave", false},
+        {"min_txns_per_client", 0}, {"trend_warn_pct", 10.0}}},
+      {"ok", true},
+      {"error", nullptr},
+      {"warnings", json::array()},
+      {"repetitions", reps},
+      {"summary", {{"repetitions", tps.size()}, {"tps_median", median}}},
+  };
+  c.merge_patch(patch);
+  return c;
+}
+
+std::string result_file2(json cells) {
+  for (size_t i = 0; i < cells.size(); ++i) cells[i]["index"] = i;
+  json doc = {{"context", {{"schema_version", 2}, {"walbench_version", "0.1.0"}}}, {"cells", cells}};
+  return doc.dump(1);
+}
+
+const std::vector<double> kFour = {1000, 1010, 990, 1005};
+const std::vector<double> kFourUp = {1200, 1210, 1190, 1205};
+
+struct CompareRun {
+  int rc = -1;
+  std::string out, err;
+};
+CompareRun run_compare(const std::string& base, const std::string& next, const CompareOptions& opts = {}) {
+  std::ostringstream out, err;
+  CompareRun r;
+  r.rc = compare_command(base, next, out, err, opts);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+// The text of a table row after its name ("+20.0%*"), or "" when there is no such row.
+std::string row_text(const std::string& out, const std::string& row) {
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(row + " ", 0) == 0) return line.substr(line.find_first_not_of(' ', row.size()));
+  return "";
+}
+
+// The "settings that differ" block of the header, one entry per line.
+std::vector<std::string> difference_lines(const std::string& out) {
+  std::vector<std::string> lines;
+  std::istringstream in(out);
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (line == "settings that differ (BASE -> NEW):") {
+      inside = true;
+      continue;
+    }
+    if (inside && line.rfind("  ", 0) != 0) break;
+    if (inside) lines.push_back(line);
+  }
+  return lines;
+}
+
+TEST_CASE("compare pairs nothing across record size, storage or platform and says why", "[compare]") {
+  TempDir dir;
+  const json one_setting_apart[] = {
+      {{"workload", {{"record_size", 16384}, {"record_size_label", "16384"}}}},
+      {{"wal", {{"storage", "file"}}}},
+      {{"platform", {{"sim", {{"cores", 32}}}}}},
+  };
+  const std::string expected_line[] = {
+      "  workload.record_size: 16 -> 16384",
+      "  wal.storage: memory -> file",
+      "  platform.sim.cores: 64 -> 32",
+  };
+  const std::string expected_path[] = {"workload.record_size", "wal.storage", "platform.sim.cores"};
+  const std::string base = dir.write("base.json", result_file2(json::array({cell2("a", 1, kFour), cell2("a", 4, kFour)})));
+  for (size_t k = 0; k < 3; ++k) {
+    INFO(expected_line[k]);
+    const std::string next =
+        dir.write("new.json", result_file2(json::array({cell2("a", 1, kFourUp, one_setting_apart[k]),
+                                                         cell2("a", 4, kFourUp, one_setting_apart[k])})));
+    const CompareRun r = run_compare(base, next);
+    CHECK(r.rc == 1);
+    CHECK(difference_lines(r.out) == std::vector<std::string>{expected_line[k]});
+    CHECK(r.out.find('%') == std::string::npos);  // no ratio between cells that do not pair
+    CHECK(r.out.find("unpaired in BASE (2):\n  a_1_clients record_size=16: the closest NEW cell") != std::string::npos);
+    CHECK(r.out.find("differs in " + expected_line[k].substr(2) + "\n") != std::string::npos);
+    CHECK(r.err == "walbench: compare: no cell of NEW pairs with a cell of BASE: the files differ in " +
+                       expected_path[k] +
+                       " (listed above); --ignore KEY or --pair-by KEY pairs such cells deliberately\n");
+  }
+
+  // All three at once: one line per difference, in block order.
+  json all = one_setting_apart[0];
+  all.merge_patch(one_setting_apart[1]);
+  all.merge_patch(one_setting_apart[2]);
+  const std::string next = dir.write("all.json", result_file2(json::array({cell2("a", 1, kFourUp, all)})));
+  const CompareRun r = run_compare(base, next);
+  CHECK(r.rc == 1);
+  CHECK(difference_lines(r.out) == std::vector<std::string>{"  clients: 1, 4 -> 1 (NEW has a subset)",
+                                                           expected_line[2], expected_line[0], expected_line[1]});
+  CHECK(r.err.find("the files differ in platform.sim.cores, workload.record_size, wal.storage (listed above)") !=
+        std::string::npos);
+}
+
+TEST_CASE("compare pairs a rerun of a subset with the full run", "[compare]") {
+  TempDir dir;
+  json full = json::array();
+  for (const char* label : {"a", "b"})
+    for (int clients : {1, 4, 8}) full.push_back(cell2(label, clients, kFour));
+  const std::string base = dir.write("full.json", result_file2(full));
+  // `--set matrix.clients=[8] --set run.duration_s=10` on one variant: other index, no swept keys;
+  // and a number spelled as an integer (200 for 200.0) is the same setting.
+  const std::string next = dir.write(
+      "subset.json", result_file2(json::array({cell2("b", 8, kFourUp,
+                                                     {{"matrix", nullptr},
+                                                      {"run", {{"duration_s", 10.0}}},
+                                                      {"commit", {{"wal_writer_delay_ms", 200}}}})})));
+  const CompareRun r = run_compare(base, next);
+  CHECK(r.rc == 0);
+  CHECK(r.err.empty());
+  CHECK(difference_lines(r.out) == std::vector<std::string>{
+                                       "  label: a, b -> b (NEW has a subset)",
+                                       "  clients: 1, 4, 8 -> 8 (NEW has a subset)",
+                                       "  run.duration_s: 5.0 -> 10.0 (measurement; cells still pair)",
+                                   });
+  CHECK(row_text(r.out, "b_8_clients") == "+20.0%*");
+  CHECK(r.out.find("geometric mean change: +20.0% over 1 cell, the paired cells that succeeded in both files (of 1 paired)\n") != std::string::npos);
+  CHECK(r.out.find("beyond the noise: 1 of 1 cells with a verdict (1 up, 0 down)\n") != std::string::npos);
+  CHECK(r.out.find("unpaired in BASE (5):\n") != std::string::npos);
+  CHECK(r.out.find("  a_8_clients record_size=16: the closest NEW cell (b_8_clients record_size=16) differs in "
+                   "label: a -> b\n") != std::string::npos);
+  CHECK(r.out.find("unpaired in NEW") == std::string::npos);
+}
+
+TEST_CASE("compare --ignore and --pair-by pair cells that differ on purpose", "[compare]") {
+  TempDir dir;
+  const std::string base = dir.write(
+      "base.json", result_file2(json::array({cell2("a", 1, kFour), cell2("a", 4, kFour)})));
+  const std::string file_storage = dir.write(
+      "file.json", result_file2(json::array({cell2("a", 1, kFourUp, {{"wal", {{"storage", "file"}}}}),
+                                             cell2("a", 4, kFourUp, {{"wal", {{"storage", "file"}}}})})));
+  REQUIRE(run_compare(base, file_storage).rc == 1);
+
+  SECTION("--ignore wal.storage") {
+    const CompareRun r = run_compare(base, file_storage, {{"wal.storage"}, {}});
+    CHECK(r.rc == 0);
+    CHECK(difference_lines(r.out) ==
+          std::vector<std::string>{"  wal.storage: memory -> file (--ignore; cells still pair)"});
+    CHECK(row_text(r.out, "a_1_clients") == "+20.0%*");
+    CHECK(row_text(r.out, "a_4_clients") == "+20.0%*");
+  }
+  SECTION("--ignore a whole block") {
+    CHECK(run_compare(base, file_storage, {{"wal"}, {}}).rc == 0);
+  }
+  SECTION("--pair-by pairs by clients and the keys only") {
+    const CompareRun r = run_compare(base, file_storage, {{}, {"workload.record_size"}});
+    CHECK(r.rc == 0);
+    CHECK(difference_lines(r.out) ==
+          std::vector<std::string>{"  wal.storage: memory -> file (not a --pair-by key; cells still pair)"});
+    CHECK(run_compare(base, file_storage, {{}, {"wal.storage"}}).rc == 1);
+  }
+  SECTION("two strategies of otherwise equal cells") {
+    const std::string other = dir.write(
+        "other.json", result_file2(json::array({cell2("single_lock", 1, kFourUp,
+                                                      {{"strategy", "single_lock"}, {"params", nullptr}}),
+                                                cell2("single_lock", 4, kFourUp,
+                                                      {{"strategy", "single_lock"}, {"params", nullptr}})})));
+    CHECK(run_compare(base, other).rc == 1);
+    const CompareRun r = run_compare(base, other, {{"label", "params", "strategy"}, {}});
+    CHECK(r.rc == 0);
+    CHECK(row_text(r.out, "single_lock_4_clients") == "+20.0%*");
+    CHECK(difference_lines(r.out) ==
+          std::vector<std::string>{"  label: a -> single_lock (--ignore; cells still pair)",
+                                   "  strategy: insert_locks -> single_lock (--ignore; cells still pair)"});
+  }
+  SECTION("an unknown KEY is a usage error with the closest key") {
+    std::ostringstream out, err;
+    CHECK_THROWS_WITH(compare_command(base, file_storage, out, err, {{"wal.storag"}, {}}),
+                      Catch::StartsWith("compare: --ignore wal.storag: no such setting in " + base + " or " +
+                                        file_storage) &&
+                          Catch::EndsWith("(did you mean \"wal.storage\"?)"));
+    CHECK_THROWS_WITH(compare_command(base, file_storage, out, err, {{}, {"platform.sim.coers"}}),
+                      Catch::Contains("--pair-by platform.sim.coers") &&
+                          Catch::Contains("did you mean \"platform.sim.cores\"?"));
+    CHECK_THROWS_AS(compare_command(base, file_storage, out, err, {{"colour"}, {}}), UsageError);
+  }
+  SECTION("--pair-by that leaves two cells of one file alike is the duplicate error") {
+    const std::string two_labels = dir.write(
+        "two.json", result_file2(json::array({cell2("a", 1, kFour), cell2("b", 1, kFour)})));
+    std::ostringstream out, err;
+    CHECK_THROWS_WITH(compare_command(two_labels, base, out, err, {{}, {"wal.storage"}}),
+                      Catch::StartsWith(two_labels + ": cells 0 and 1 have the same setup (b_1_clients "
+                                                     "record_size=16; they differ only in label"));
+  }
+}
+
+TEST_CASE("compare refuses a file with two cells of the same setup, naming both", "[compare]") {
+  TempDir dir;
+  const std::string dup = dir.write(
+      "dup.json", result_file2(json::array({cell2("a", 1, kFour), cell2("a", 4, kFour), cell2("a", 1, kFourUp)})));
+  const std::string good = dir.write("good.json", result_file2(json::array({cell2("a", 1, kFour)})));
+  std::ostringstream out, err;
+  const std::string expected = dup + ": cells 0 and 2 have the same setup (a_1_clients record_size=16; the same "
+                                     "setup twice); compare needs each setup once: remove one, or tell them "
+                                     "apart with --pair-by KEY";
+  CHECK_THROWS_WITH(compare_command(dup, good, out, err), expected);
+  CHECK_THROWS_WITH(compare_command(good, dup, out, err), expected);
+  // A run setting that varies inside one file (run.seed here) was swept: it tells cells apart.
+  const std::string reseeded = dir.write(
+      "reseeded.json", result_file2(json::array({cell2("a", 1, kFour), cell2("a", 1, kFour, {{"run", {{"seed", 7}}}})})));
+  CHECK_NOTHROW(compare_command(reseeded, good, out, err));
+}
+
+TEST_CASE("compare marks changes beyond the noise and says n/a for too few repetitions", "[compare]") {
+  TempDir dir;
+  const std::string base = dir.write(
+      "base.json", result_file2(json::array({
+                       cell2("sep", 1, {100, 101, 102, 103}),   // 4 vs 4, fully separated: p = 2/70
+                       cell2("mixed", 1, {100, 103, 105, 108}), // 4 vs 4, interleaved
+                       cell2("three", 1, {100, 101, 102}),      // 3 vs 3: p >= 0.1 whatever the data
+                       cell2("single", 1, {100}),               // 1 vs 4: never a verdict
+                   })));
+  const std::string next = dir.write(
+      "new.json", result_file2(json::array({
+                      cell2("sep", 1, {110, 111, 112, 113}),
+                      cell2("mixed", 1, {101, 104, 106, 107}),
+                      cell2("three", 1, {150, 151, 152}),
+                      cell2("single", 1, {200, 201, 202, 203}),
+                  })));
+  const CompareRun r = run_compare(base, next);
+  REQUIRE(r.rc == 0);
+  CHECK(row_text(r.out, "sep_1_clients") == "+9.9%*");     // medians 111.5 / 101.5
+  CHECK(row_text(r.out, "mixed_1_clients") == "+1.0%");    // 105 / 104, p = 0.886
+  CHECK(row_text(r.out, "three_1_clients") == "+49.5%?");  // 151 / 101
+  CHECK(row_text(r.out, "single_1_clients") == "+101.5%?");
+  CHECK(r.out.find("? n/a, too few repetitions for any p < 0.05: 3 vs 3 repetitions: the smallest possible p is "
+                   "0.100 (1 cell); 1 repetition in BASE (1 cell)\n") != std::string::npos);
+  CHECK(r.out.find("beyond the noise: 1 of 2 cells with a verdict (1 up, 0 down); 2 without a verdict\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("compare holds a schema-1 file against a schema-2 file on what both record", "[compare]") {
+  TempDir dir;
+  // Schema 1: platform.kind only, no clog block (cell() above); threads platform.
+  const std::string old_file = dir.write("old.json", result_file(json::array({
+                                                         cell("insert_locks_waitlist", 4, "16", 1000),
+                                                         cell("insert_locks_waitlist", 16, "16", 2000),
+                                                     })));
+  auto as_new = [](json c) {
+    c["platform"] = {{"kind", "threads"}, {"atomics", "native"}, {"spinlocks", "native"}};
+    c["clog"] = {{"strategy", "clog_exclusive"}, {"clog_buffers", 128}};
+    return c;
+  };
+  const std::string new_file = dir.write(
+      "new.json", result_file2(json::array({as_new(cell("insert_locks_waitlist", 4, "16", 1100)),
+                                            as_new(cell("insert_locks_waitlist", 16, "16", 2200))})));
+  const CompareRun r = run_compare(old_file, new_file);
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("settings: the files agree on every setting both record\n"
+                   "BASE is a schema-1 file, which records no clog block and only platform.kind (not the "
+                   "simulated machine), so cells pair on less\n"
+                   "only NEW records (not compared): platform.atomics, platform.spinlocks, clog\n") !=
+        std::string::npos);
+  CHECK(row_text(r.out, "insert_locks_waitlist_16_clients") == "+10.0%?");
+
+  SECTION("cells the older file cannot tell apart stay unpaired, with the reason") {
+    json emulated = as_new(cell("insert_locks_waitlist", 4, "16", 900));
+    emulated["platform"]["atomics"] = "emulated";
+    const std::string two = dir.write(
+        "two.json", result_file2(json::array({as_new(cell("insert_locks_waitlist", 4, "16", 1100)), emulated,
+                                              as_new(cell("insert_locks_waitlist", 16, "16", 2200))})));
+    const CompareRun a = run_compare(old_file, two);
+    CHECK(a.rc == 0);
+    CHECK(a.out.find("unpaired in NEW (2):\n  insert_locks_waitlist_4_clients record_size=16: ambiguous: NEW "
+                     "cells 0, 1 differ only in platform.atomics, which BASE does not record\n") != std::string::npos);
+    CHECK(a.out.find("unpaired in BASE (1):\n  insert_locks_waitlist_4_clients record_size=16: ambiguous") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("walbench compare BASE NEW on the command line: exit status and one-line errors", "[compare]") {
+  TempDir dir;
+  auto cli = [&](const std::string& args) {
+    const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+    std::ostringstream command;  // (a stream: GCC 12 warns falsely on a chain of string +)
+    command << "'" << WALBENCH_BINARY << "' " << args << " >'" << out << "' 2>'" << err << "'";
+    const int status = std::system(command.str().c_str());
+    auto slurp = [](const std::string& path) {
+      std::ifstream in(path);
+      std::ostringstream text;
+      text << in.rdbuf();
+      return text.str();
+    };
+    return CompareRun{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  };
+  auto one_line = [](const std::string& s) { return std::count(s.begin(), s.end(), '\n') == 1; };
+  const std::string base = dir.write("base.json", result_file2(json::array({cell2("a", 1, kFour)})));
+  const std::string file_storage =
+      dir.write("file.json", result_file2(json::array({cell2("a", 1, kFourUp, {{"wal", {{"storage", "file"}}}})})));
+
+  CompareRun r = cli("compare '" + base + "' '" + base + "'");
+  CHECK(r.rc == 0);
+  CHECK(r.err.empty());
+
+  r = cli("compare '" + base + "' '" + file_storage + "'");
+  CHECK(r.rc == 1);
+  CHECK(one_line(r.err));
+  CHECK(r.err.rfind("walbench: compare: no cell of NEW pairs with a cell of BASE: the files differ in wal.storage", 0) == 0);
+
+  r = cli("compare '" + base + "' '" + file_storage + "' --ignore wal.storage");
+  CHECK(r.rc == 0);
+  r = cli("compare '" + base + "' '" + file_storage + "' --pair-by clients");
+  CHECK(r.rc == 0);
+
+  r = cli("compare '" + base + "' '" + file_storage + "' --ignore wal.storag");
+  CHECK(r.rc == 2);
+  CHECK(one_line(r.err));
+  CHECK(r.err.find("did you mean \"wal.storage\"?") != std::string::npos);
+
+  const std::string dup = dir.write("dup.json", result_file2(json::array({cell2("a", 1, kFour), cell2("a", 1, kFour)})));
+  r = cli("compare '" + dup + "' '" + base + "'");
+  CHECK(r.rc == 2);
+  CHECK(one_line(r.err));
+  CHECK(r.err.find(dup + ": cells 0 and 1 have the same setup") != std::string::npos);
+
+  r = cli("compare '" + base + "' --reference x.csv --ignore wal.storage");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("--ignore pairs the cells of BASE NEW; it does not apply to --reference") != std::string::npos);
+
+  const std::string json_out = dir.file("cmp.json");
+  r = cli("compare '" + base + "' '" + file_storage + "' --ignore wal.storage --json '" + json_out + "'");
+  CHECK(r.rc == 0);
+  {
+    std::ifstream in(json_out);
+    const json doc = json::parse(in);
+    CHECK(doc["compare_version"] == 1);
+    CHECK(doc["ignore"] == json::array({"wal.storage"}));
+    CHECK(doc["differences"] ==
+          json::parse(R"([{"path": "wal.storage", "role": "ignored", "base": ["memory"], "new": ["file"]}])"));
+    REQUIRE(doc["pairs"].size() == 1);
+    const json& pair = doc["pairs"][0];
+    CHECK(pair["change"].get<double>() == Approx(1202.5 / 1002.5 - 1));  // medians
+    CHECK(pair["noise"] == "exceeds");
+    CHECK(pair["p"].get<double>() == Approx(2.0 / 70));
+    CHECK(pair["repetitions"] == json::array({4, 4}));
+    CHECK(doc["geometric_mean_change"].get<double>() == Approx(1202.5 / 1002.5 - 1));
+  }
+
+  r = cli("compare --help");
+  CHECK(r.rc == 0);
+  for (const char* opt : {"--ignore", "--pair-by", "Mann-Whitney", "1 nothing paired"}) {
+    INFO(opt);
+    CHECK(r.out.find(opt) != std::string::npos);
+  }
 }
 
 }  // namespace
