@@ -865,13 +865,12 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
           pj["clients"] = c.grid[k];
           pj["reference"] = rr;
           pj["result"] = sr;
+          pj["kind"] = "fitted";  // the keys in their documented order; set below
+          pj["error"] = nullptr;
+          pj["reference_winner"] = nullptr;
           pj["result_winner"] = sw;
-          if (is_fitted) {
-            pj["kind"] = "fitted";
-            pj["error"] = nullptr;
-            pj["reference_winner"] = nullptr;
-            pj["agree"] = nullptr;
-          } else {
+          pj["agree"] = nullptr;
+          if (!is_fitted) {
             const double error = rr > 0 ? std::abs(sr / rr - 1) : std::numeric_limits<double>::infinity();
             pj["error"] = std::isfinite(error) ? ojson(error) : ojson(nullptr);
             if (std::isfinite(error)) errors.push_back(error);
