@@ -304,7 +304,9 @@ int real_main(int argc, char** argv) {
       "--fix tables=permanent\n"
       "With --reference, cells match rows by label (or --variant), clients and the matrix keys "
       "named like the other CSV columns (workload.record_size -> record_size); absolute tps are "
-      "shown, not scored. Exit status: 0 the comparison was made (mismatches are findings); 2 bad "
+      "shown, not scored, and so are the points the config was fitted to (its \"fitted\" list). "
+      "Scored: peak distance, ratio errors, and winners where the published ratio is off 1 by more "
+      "than --win-threshold-pct. Exit status: 0 the comparison was made (mismatches are findings); 2 bad "
       "input or no overlapping cells.");
 
   // calibrate
