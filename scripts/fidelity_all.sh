@@ -26,11 +26,17 @@ if (($# == 0)); then
 fi
 mkdir -p "$out_dir"
 
-# The one config file a result was run from ("" when there were several or none).
+# The one config file a result was run from: context.config_files, or, for a file without that
+# key, configs/sim-NAME.json from a name ending in -sim-NAME.json ("" when there is no one file).
 config_of() {
-  "$python" -c 'import json, sys
-files = json.load(open(sys.argv[1]))["context"].get("config_files", [])
-print(files[0] if len(files) == 1 else "")' "$1"
+  "$python" -c 'import json, os, re, sys
+context = json.load(open(sys.argv[1]))["context"]
+if "config_files" in context:
+    files = context["config_files"]
+    print(files[0] if len(files) == 1 else "")
+else:
+    m = re.search(r"-(sim-.+?)(-[0-9]+)?\.json$", os.path.basename(sys.argv[1]))
+    print(f"configs/{m.group(1)}.json" if m else "")' "$1"
 }
 # Whether the result records a fitted list in context.config.
 records_fitted() {
