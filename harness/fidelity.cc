@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -32,7 +33,7 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-constexpr int kFidelityVersion = 1;
+constexpr int kFidelityVersion = 2;
 
 [[noreturn]] void bad(const std::string& what) { throw UsageError(what); }
 
@@ -138,6 +139,18 @@ std::string clients_list(const std::vector<uint64_t>& clients) {
 
 std::string fmt_tps(double v) { return std::to_string(std::llround(v)); }
 std::string fmt_ratio(const ojson& v) { return v.is_number() ? absl::StrFormat("%.2f", v.get<double>()) : "-"; }
+std::string fmt_pct(double fraction) { return absl::StrFormat("%.1f%%", 100 * fraction); }
+
+// "13 points; median 22.0%, 90th percentile 85.3%, max 940.1%; under 10%: 5, under 25%: 7, under 50%: 9"
+std::string error_stats_text(const ojson& e) {
+  const size_t n = e["points"].get<size_t>();
+  if (n == 0) return "none scored";
+  return absl::StrFormat("%d point%s; median %s, 90th percentile %s, max %s; under 10%%: %d, under 25%%: %d, "
+                         "under 50%%: %d",
+                         n, n == 1 ? "" : "s", fmt_pct(e["median"].get<double>()), fmt_pct(e["p90"].get<double>()),
+                         fmt_pct(e["max"].get<double>()), e["under_10_pct"].get<size_t>(),
+                         e["under_25_pct"].get<size_t>(), e["under_50_pct"].get<size_t>());
+}
 
 // Index of the highest tps (the first of equals).
 size_t argmax(const std::vector<double>& v) {
@@ -160,6 +173,163 @@ std::string winner_of(double ratio, double tie, const std::string& other, const 
   if (ratio > 1 + tie) return other;
   if (ratio < 1 - tie) return baseline;
   return "tie";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fitted points (the `fitted` list of a config)
+
+struct FittedEntry {
+  std::string reason;
+  std::vector<std::pair<std::string, std::string>> columns;  // reference column -> value text
+  std::string origin;                                        // "FILE /JSON/path"
+};
+
+std::string fitted_columns_text(const FittedEntry& e) {
+  std::vector<std::string> parts;
+  for (const auto& [col, value] : e.columns) parts.push_back(col + "=" + value);
+  return absl::StrJoin(parts, " ");
+}
+
+// Appends the entries of the `fitted` list at JSON path `where` of `file` (checked as
+// harness/config.cc checks a config's), skipping entries already present (several configs may
+// repeat one).
+void read_fitted_list(const json& list, const std::string& file, const std::string& where,
+                      std::vector<FittedEntry>& out) {
+  const std::string expected = "expected a list of {\"reason\": TEXT, COLUMN: VALUE, ...}";
+  if (!list.is_array()) bad(absl::StrFormat("%s: %s: %s", file, where, expected));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& e = list[i];
+    const std::string w = absl::StrFormat("%s/%d", where, i);
+    if (!e.is_object()) bad(absl::StrFormat("%s: %s: %s", file, w, expected));
+    if (!e.contains("reason") || !e["reason"].is_string())
+      bad(absl::StrFormat("%s: %s/reason: expected a string saying what was taken from these rows", file, w));
+    FittedEntry entry;
+    entry.reason = e["reason"].get<std::string>();
+    entry.origin = file + " " + w;
+    for (const auto& [key, value] : e.items()) {
+      if (key == "reason") continue;
+      if (!value.is_string() && !value.is_number())
+        bad(absl::StrFormat("%s: %s/%s: expected a string or a number (a value of that column)", file, w, key));
+      entry.columns.emplace_back(key, value_text(value));
+    }
+    if (entry.columns.empty())
+      bad(absl::StrFormat("%s: %s: the entry selects no column; name variant, clients or another column "
+                          "of the reference table",
+                          file, w));
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const FittedEntry& o) {
+      return o.reason == entry.reason && o.columns == entry.columns;
+    });
+    if (!seen) out.push_back(std::move(entry));
+  }
+}
+
+struct FittedList {
+  std::vector<FittedEntry> entries;
+  std::string source;  // where the list came from; empty without one
+  std::vector<std::string> warnings;
+};
+
+// The fitted list of the result's context.config (the union over an array of configs), or of
+// --fitted-from CONFIG in its place.
+FittedList collect_fitted(const json& result, const FidelityOptions& opts) {
+  FittedList f;
+  std::vector<FittedEntry> recorded;
+  if (result.contains("context") && result["context"].is_object() && result["context"].contains("config")) {
+    const json& config = result["context"]["config"];
+    if (config.is_object() && config.contains("fitted")) {
+      read_fitted_list(config["fitted"], opts.result_path, "/context/config/fitted", recorded);
+    } else if (config.is_array()) {
+      for (size_t i = 0; i < config.size(); ++i)
+        if (config[i].is_object() && config[i].contains("fitted"))
+          read_fitted_list(config[i]["fitted"], opts.result_path,
+                           absl::StrFormat("/context/config/%d/fitted", i), recorded);
+    }
+  }
+  if (opts.fitted_from.empty()) {
+    f.entries = std::move(recorded);
+    if (!f.entries.empty()) f.source = "the result file's context.config";
+    return f;
+  }
+  std::ifstream in(opts.fitted_from, std::ios::binary);
+  if (!in) bad("compare --fitted-from " + opts.fitted_from + ": cannot read: " + std::strerror(errno));
+  json config;
+  try {
+    config = json::parse(in);
+  } catch (const json::parse_error& e) {
+    bad("compare --fitted-from " + opts.fitted_from + ": not JSON: " + e.what());
+  }
+  if (!config.is_object() || !config.contains("fitted"))
+    bad(opts.fitted_from + ": expected a config with a top-level \"fitted\" list (--fitted-from)");
+  read_fitted_list(config["fitted"], opts.fitted_from, "/fitted", f.entries);
+  f.source = "--fitted-from " + opts.fitted_from;
+  auto same_entries = [](const std::vector<FittedEntry>& a, const std::vector<FittedEntry>& b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
+             return x.reason == y.reason && x.columns == y.columns;
+           });
+  };
+  if (!recorded.empty() && !same_entries(recorded, f.entries))
+    f.warnings.push_back(absl::StrFormat(
+        "the result file's context.config has its own fitted list (%d entr%s); --fitted-from %s replaces it",
+        recorded.size(), recorded.size() == 1 ? "y" : "ies", opts.fitted_from));
+  return f;
+}
+
+// Whether `row` has every column value that `e` names; `missing_column` is set to a column
+// the table does not have (then nothing matches).
+bool fitted_row(const FittedEntry& e, const ReferenceTable& ref, const ReferenceTable::Row& row,
+                std::string* missing_column) {
+  for (const auto& [col, value] : e.columns) {
+    if (col == "variant") {
+      if (row.variant != value) return false;
+    } else if (col == "clients") {
+      if (!same_value(std::to_string(row.clients), value)) return false;
+    } else {
+      const auto it = std::find(ref.series_columns.begin(), ref.series_columns.end(), col);
+      if (it == ref.series_columns.end()) {
+        if (missing_column) *missing_column = col;
+        return false;
+      }
+      if (!same_value(row.values[static_cast<size_t>(it - ref.series_columns.begin())], value)) return false;
+    }
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Score statistics
+
+// The q-quantile of sorted, non-empty `v`, linear between the two nearest ranks.
+double quantile(const std::vector<double>& v, double q) {
+  const double h = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(h));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+// The distribution of ratio errors |r_res / r_pub - 1|.
+ojson error_stats(std::vector<double> errors) {
+  std::sort(errors.begin(), errors.end());
+  ojson s = ojson::object();
+  s["points"] = errors.size();
+  s["median"] = errors.empty() ? ojson(nullptr) : ojson(quantile(errors, 0.5));
+  s["p90"] = errors.empty() ? ojson(nullptr) : ojson(quantile(errors, 0.9));
+  s["max"] = errors.empty() ? ojson(nullptr) : ojson(errors.back());
+  for (const auto& [key, limit] : {std::pair{"under_10_pct", 0.10}, {"under_25_pct", 0.25}, {"under_50_pct", 0.50}})
+    s[key] = std::count_if(errors.begin(), errors.end(), [&](double e) { return e < limit; });
+  return s;
+}
+
+// The distribution of peak distances (client-count ratios, >= 1).
+ojson peak_stats(std::vector<double> distances, size_t curves) {
+  std::sort(distances.begin(), distances.end());
+  ojson s = ojson::object();
+  s["curves"] = curves;
+  s["scored"] = distances.size();
+  s["median_distance"] = distances.empty() ? ojson(nullptr) : ojson(quantile(distances, 0.5));
+  s["max_distance"] = distances.empty() ? ojson(nullptr) : ojson(distances.back());
+  s["within_2x"] = std::count_if(distances.begin(), distances.end(), [](double d) { return d <= 2; });
+  s["same_clients"] = std::count_if(distances.begin(), distances.end(), [](double d) { return d == 1; });
+  return s;
 }
 
 }  // namespace
@@ -244,6 +414,11 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
   if (!(opts.tie_pct >= 0 && opts.tie_pct < 100))
     bad(absl::StrFormat("compare: --tie-pct %g: expected a percentage in [0, 100)", opts.tie_pct));
   const double tie = opts.tie_pct / 100;
+  if (!(opts.win_threshold_pct >= 0 && opts.win_threshold_pct < 100))
+    bad(absl::StrFormat("compare: --win-threshold-pct %g: expected a percentage in [0, 100)",
+                        opts.win_threshold_pct));
+  const double win_threshold = opts.win_threshold_pct / 100;
+  const FittedList fitted = collect_fitted(result, opts);
 
   // --variant renames.
   std::map<std::string, std::string> rename;
@@ -427,6 +602,23 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
   }
   for (auto& [k, v] : ref_clients) std::sort(v.begin(), v.end());
 
+  // Fitted reference points (over the whole table: an entry may lie outside a --fix slice).
+  std::map<std::tuple<std::string, std::vector<std::string>, uint64_t>, std::vector<size_t>> fitted_by;  // -> entries
+  std::vector<std::string> warnings = fitted.warnings;
+  for (size_t e = 0; e < fitted.entries.size(); ++e) {
+    std::string missing_column;
+    size_t matched = 0;
+    for (const auto& row : ref.rows)
+      if (fitted_row(fitted.entries[e], ref, row, &missing_column)) {
+        fitted_by[{row.variant, row.values, row.clients}].push_back(e);
+        ++matched;
+      }
+    if (matched == 0)
+      warnings.push_back(absl::StrFormat("fitted entry %s (%s) matches no row of %s%s", fitted.entries[e].origin,
+                                         fitted_columns_text(fitted.entries[e]), ref.path,
+                                         missing_column.empty() ? "" : ": it has no column " + missing_column));
+  }
+
   // Result side: the first ok cell of each (variant, series, clients) counts.
   std::map<std::tuple<std::string, std::vector<std::string>, uint64_t>, const Point*> res;
   std::set<std::tuple<std::string, std::vector<std::string>, uint64_t>> res_any;  // ok or failed
@@ -470,6 +662,7 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
     std::string variant, label;
     std::vector<uint64_t> grid;
     std::vector<double> ref, res;
+    std::vector<bool> fitted;  // per grid point: the reference row is fitted
   };
   std::vector<std::vector<Curve>> curves(series.size());
   std::set<std::string> compared_variants;
@@ -488,6 +681,7 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
           c.grid.push_back(n);
           c.ref.push_back(ref_tps[key]);
           c.res.push_back(res[key]->tps);
+          c.fitted.push_back(fitted_by.count(key) > 0);
           if (c.label.empty()) c.label = res[key]->label;
         } else if (!res_any.count(key)) {
           missing.push_back(n);
@@ -548,6 +742,7 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
   }
   out["metric"] = "summary.tps_median";
   out["tie_pct"] = opts.tie_pct;
+  out["win_threshold_pct"] = opts.win_threshold_pct;
   out["renames"] = renames_json;
   out["fixed"] = fixed_json;
   out["columns"] = ref.series_columns;
@@ -555,7 +750,10 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
   out["baseline"] = baseline.empty() ? ojson(nullptr) : ojson(baseline);
   if (!no_ratio_reason.empty()) out["no_ratios"] = no_ratio_reason;
 
-  size_t peaks_matched = 0, peaks_scored = 0, winners_matched = 0, winners_scored = 0;
+  std::vector<size_t> entry_points(fitted.entries.size(), 0);  // compared points each entry covers
+  size_t fitted_points = 0, curves_total = 0;
+  size_t winners_agree = 0, winners_scored = 0, published_ties = 0, published_ties_result_tie = 0;
+  std::vector<double> all_errors, all_distances;
   std::vector<std::string> mismatches;
   ojson series_json = ojson::array();
   for (size_t s = 0; s < series.size(); ++s) {
@@ -566,14 +764,18 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
     ojson values = ojson::object();
     for (size_t c = 0; c < ref.series_columns.size(); ++c) values[ref.series_columns[c]] = series[s][c];
     sj["values"] = values;
+    std::vector<double> series_distances, series_errors;
+    size_t series_agree = 0, series_scored = 0, series_ties = 0, series_ties_result_tie = 0;
     ojson curves_json = ojson::array();
     for (const Curve& c : curves[s]) {
+      ++curves_total;
       ojson cj = ojson::object();
       cj["variant"] = c.variant;
       cj["result_label"] = c.label;
       cj["clients"] = c.grid;
       cj["base_clients"] = c.grid[0];
       ojson pts = ojson::array();
+      std::vector<size_t> unfitted;  // indices into the grid
       for (size_t k = 0; k < c.grid.size(); ++k) {
         ojson pj = ojson::object();
         pj["clients"] = c.grid[k];
@@ -581,18 +783,44 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
         pj["result_tps"] = c.res[k];
         pj["reference_shape"] = c.ref[0] > 0 ? ojson(c.ref[k] / c.ref[0]) : ojson(nullptr);
         pj["result_shape"] = c.res[0] > 0 ? ojson(c.res[k] / c.res[0]) : ojson(nullptr);
+        pj["fitted"] = static_cast<bool>(c.fitted[k]);
         pts.push_back(pj);
+        if (c.fitted[k]) {
+          ++fitted_points;
+          for (size_t e : fitted_by[{c.variant, series[s], c.grid[k]}]) ++entry_points[e];
+        } else {
+          unfitted.push_back(k);
+        }
       }
       cj["points"] = pts;
-      // Peaks on the common grid, and over every client count of each side.
-      const size_t pr = argmax(c.ref), ps = argmax(c.res);
-      const size_t steps = pr > ps ? pr - ps : ps - pr;
+      // Peaks among the unfitted common points, and over every client count of each side.
       ojson peak = ojson::object();
-      peak["reference"] = c.grid[pr];
-      peak["result"] = c.grid[ps];
-      peak["steps"] = steps;
-      const bool scored = c.grid.size() >= 3;
-      peak["match"] = scored ? ojson(steps <= 1) : ojson(nullptr);
+      std::vector<uint64_t> peak_grid;
+      std::vector<double> uref, ures;
+      for (size_t k : unfitted) {
+        peak_grid.push_back(c.grid[k]);
+        uref.push_back(c.ref[k]);
+        ures.push_back(c.res[k]);
+      }
+      peak["clients"] = peak_grid;
+      if (peak_grid.size() >= 3) {
+        const size_t pr = argmax(uref), ps = argmax(ures);
+        const uint64_t a = peak_grid[pr], b = peak_grid[ps];
+        const double distance = static_cast<double>(std::max(a, b)) / static_cast<double>(std::min(a, b));
+        peak["reference"] = a;
+        peak["result"] = b;
+        peak["distance"] = distance;
+        peak["steps"] = pr > ps ? pr - ps : ps - pr;
+        series_distances.push_back(distance);
+        if (distance > 2)
+          mismatches.push_back(absl::StrFormat("peak %s %s: reference at %d clients, result at %d (%.1fx apart)", name,
+                                               c.variant, a, b, distance));
+      } else {
+        peak["reference"] = nullptr;
+        peak["result"] = nullptr;
+        peak["distance"] = nullptr;
+        peak["steps"] = nullptr;
+      }
       {
         const auto& all = ref_clients[{c.variant, series[s]}];
         std::vector<double> tps;
@@ -609,16 +837,6 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
         peak["result_all"] = rc[argmax(rt)];
       }
       cj["peak"] = peak;
-      if (scored) {
-        ++peaks_scored;
-        if (steps <= 1) {
-          ++peaks_matched;
-        } else {
-          mismatches.push_back(absl::StrFormat(
-              "peak %s %s: reference at %d clients, result at %d (%d steps apart on %s)", name, c.variant,
-              c.grid[pr], c.grid[ps], steps, clients_list(c.grid)));
-        }
-      }
       curves_json.push_back(cj);
     }
     sj["curves"] = curves_json;
@@ -634,45 +852,98 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
         rj["variant"] = c.variant;
         rj["baseline"] = baseline;
         ojson pts = ojson::array();
+        std::vector<double> errors;
         for (size_t k = 0; k < c.grid.size(); ++k) {
           const auto bk = std::find(base->grid.begin(), base->grid.end(), c.grid[k]);
           if (bk == base->grid.end()) continue;
           const size_t b = static_cast<size_t>(bk - base->grid.begin());
           if (!(base->ref[b] > 0) || !(base->res[b] > 0)) continue;
           const double rr = c.ref[k] / base->ref[b], sr = c.res[k] / base->res[b];
-          const std::string rw = winner_of(rr, tie, c.variant, baseline);
+          const bool is_fitted = c.fitted[k] || base->fitted[b];
           const std::string sw = winner_of(sr, tie, c.variant, baseline);
           ojson pj = ojson::object();
           pj["clients"] = c.grid[k];
           pj["reference"] = rr;
           pj["result"] = sr;
-          pj["reference_winner"] = rw;
+          pj["kind"] = "fitted";  // the keys in their documented order; set below
+          pj["error"] = nullptr;
+          pj["reference_winner"] = nullptr;
           pj["result_winner"] = sw;
-          pj["match"] = rw == sw;
-          pts.push_back(pj);
-          ++winners_scored;
-          if (rw == sw) {
-            ++winners_matched;
-          } else {
-            mismatches.push_back(absl::StrFormat(
-                "winner %s at %d client%s (%s / %s): reference %s (%.2f), result %s (%.2f)", name,
-                c.grid[k], c.grid[k] == 1 ? "" : "s", c.variant, baseline, rw, rr, sw, sr));
+          pj["agree"] = nullptr;
+          if (!is_fitted) {
+            const double error = rr > 0 ? std::abs(sr / rr - 1) : std::numeric_limits<double>::infinity();
+            pj["error"] = std::isfinite(error) ? ojson(error) : ojson(nullptr);
+            if (std::isfinite(error)) errors.push_back(error);
+            if (std::abs(rr - 1) > win_threshold) {
+              const std::string rw = rr > 1 ? c.variant : baseline;
+              const bool agree = rw == sw;
+              pj["kind"] = "scored";
+              pj["reference_winner"] = rw;
+              pj["agree"] = agree;
+              ++series_scored;
+              if (agree) {
+                ++series_agree;
+              } else {
+                mismatches.push_back(absl::StrFormat(
+                    "winner %s at %d client%s (%s / %s): reference %s (%.2f), result %s (%.2f)", name, c.grid[k],
+                    c.grid[k] == 1 ? "" : "s", c.variant, baseline, rw, rr, sw, sr));
+              }
+            } else {
+              pj["kind"] = "published_tie";
+              pj["reference_winner"] = "tie";
+              pj["agree"] = nullptr;
+              ++series_ties;
+              if (sw == "tie") ++series_ties_result_tie;
+            }
           }
+          pts.push_back(pj);
         }
         rj["points"] = pts;
+        rj["ratio_errors"] = error_stats(errors);
+        series_errors.insert(series_errors.end(), errors.begin(), errors.end());
         if (!pts.empty()) ratios.push_back(rj);
       }
     }
     sj["ratios"] = ratios;
+    ojson score = ojson::object();
+    score["peak_distances"] = series_distances;
+    score["winners_agree"] = series_agree;
+    score["winners_scored"] = series_scored;
+    score["published_ties"] = series_ties;
+    score["published_ties_result_tie"] = series_ties_result_tie;
+    score["ratio_errors"] = error_stats(series_errors);
+    sj["score"] = score;
     series_json.push_back(sj);
+    all_errors.insert(all_errors.end(), series_errors.begin(), series_errors.end());
+    all_distances.insert(all_distances.end(), series_distances.begin(), series_distances.end());
+    winners_agree += series_agree;
+    winners_scored += series_scored;
+    published_ties += series_ties;
+    published_ties_result_tie += series_ties_result_tie;
   }
+
+  ojson fitted_json = ojson::object();
+  fitted_json["source"] = fitted.source.empty() ? ojson(nullptr) : ojson(fitted.source);
+  ojson entries = ojson::array();
+  for (size_t e = 0; e < fitted.entries.size(); ++e) {
+    ojson cols = ojson::object();
+    for (const auto& [col, value] : fitted.entries[e].columns) cols[col] = value;
+    entries.push_back({{"columns", cols},
+                       {"reason", fitted.entries[e].reason},
+                       {"origin", fitted.entries[e].origin},
+                       {"compared_points", entry_points[e]}});
+  }
+  fitted_json["entries"] = entries;
+  out["fitted"] = fitted_json;
+  out["warnings"] = warnings;
   out["series"] = series_json;
 
   ojson summary = ojson::object();
-  summary["peaks_matched"] = peaks_matched;
-  summary["peaks_scored"] = peaks_scored;
-  summary["winners_matched"] = winners_matched;
-  summary["winners_scored"] = winners_scored;
+  summary["fitted_points"] = fitted_points;
+  summary["peaks"] = peak_stats(all_distances, curves_total);
+  summary["winners"] = {{"agree", winners_agree}, {"scored", winners_scored}};
+  summary["published_ties"] = {{"points", published_ties}, {"result_tie", published_ties_result_tie}};
+  summary["ratio_errors"] = error_stats(all_errors);
   summary["mismatches"] = mismatches;
   out["summary"] = summary;
   out["reference_only"] = reference_only;
@@ -696,10 +967,19 @@ std::string render_fidelity(const ojson& cmp) {
   if (!cmp["result_setup"].get<std::string>().empty())
     o << "result: " << cmp["result_setup"].get<std::string>() << '\n';
   const double tie_pct = cmp["tie_pct"].get<double>();
+  const double threshold_pct = cmp["win_threshold_pct"].get<double>();
   o << absl::StrFormat(
-      "scored: where each curve peaks (within one step of the client grid both have) and which "
-      "variant wins (tie within %g%%); tps are shown, not scored\n",
-      tie_pct);
+      "scored: how far each curve's peak is from the published one (a ratio of client counts), the "
+      "ratio error |result ratio / published ratio - 1| at every point, and the winner where the "
+      "published ratio is off 1 by more than %g%% (the result must pick it by more than %g%%); tps and "
+      "shapes are shown, not scored\n",
+      threshold_pct, tie_pct);
+  const ojson& fitted = cmp["fitted"];
+  if (fitted["source"].is_null())
+    o << "fitted: none (no fitted list in the result's config)\n";
+  else
+    o << absl::StrFormat("fitted: %d compared points marked (fitted), shown and not scored (list from %s)\n",
+                         cmp["summary"]["fitted_points"].get<size_t>(), fitted["source"].get<std::string>());
   if (!cmp["renames"].empty()) {
     std::vector<std::string> parts;
     for (const auto& [k, v] : cmp["renames"].items()) parts.push_back(k + " as " + v.get<std::string>());
@@ -713,6 +993,7 @@ std::string render_fidelity(const ojson& cmp) {
       o << absl::StrFormat(" (%d result cells outside it left out)", cmp["left_out_by_fix"].get<size_t>());
     o << '\n';
   }
+  auto fitted_mark = [](const ojson& p) { return p["fitted"].get<bool>() ? std::string(" (fitted)") : std::string(); };
 
   for (const auto& s : cmp["series"]) {
     o << '\n' << s["name"].get<std::string>() << '\n';
@@ -722,7 +1003,8 @@ std::string render_fidelity(const ojson& cmp) {
     for (const auto& c : s["curves"]) {
       bases.insert(c["base_clients"].get<uint64_t>());
       for (const auto& p : c["points"])
-        rows.push_back({absl::StrFormat("%s_%d_clients", c["variant"].get<std::string>(), p["clients"].get<uint64_t>()),
+        rows.push_back({absl::StrFormat("%s_%d_clients", c["variant"].get<std::string>(), p["clients"].get<uint64_t>()) +
+                            fitted_mark(p),
                         fmt_tps(p["reference_tps"].get<double>()), fmt_tps(p["result_tps"].get<double>()),
                         fmt_ratio(p["reference_shape"]), fmt_ratio(p["result_shape"])});
     }
@@ -743,62 +1025,133 @@ std::string render_fidelity(const ojson& cmp) {
     std::set<std::vector<uint64_t>> grids;
     for (const auto& c : s["curves"]) {
       const auto& pk = c["peak"];
-      grids.insert(c["clients"].get<std::vector<uint64_t>>());
-      rows.push_back({c["variant"].get<std::string>(), std::to_string(pk["reference"].get<uint64_t>()),
-                      std::to_string(pk["result"].get<uint64_t>()), std::to_string(pk["steps"].get<uint64_t>()),
-                      pk["match"].is_null() ? "n/a" : pk["match"].get<bool>() ? "yes" : "no",
+      grids.insert(pk["clients"].get<std::vector<uint64_t>>());
+      const bool scored = !pk["distance"].is_null();
+      rows.push_back({c["variant"].get<std::string>(),
+                      scored ? std::to_string(pk["reference"].get<uint64_t>()) : "-",
+                      scored ? std::to_string(pk["result"].get<uint64_t>()) : "-",
+                      scored ? absl::StrFormat("%.2fx", pk["distance"].get<double>()) : "n/a",
+                      scored ? std::to_string(pk["steps"].get<uint64_t>()) : "-",
                       std::to_string(pk["reference_all"].get<uint64_t>()),
                       std::to_string(pk["result_all"].get<uint64_t>())});
     }
     o << '\n'
-      << render_table({"peak clients", "reference", "result", "steps", "match", "reference (all)", "result (all)"},
+      << render_table({"peak clients", "reference", "result", "distance", "steps", "reference (all)", "result (all)"},
                       rows);
     if (grids.size() == 1) {
-      o << "client grid both have: " << clients_list(*grids.begin()) << '\n';
+      o << "unfitted client counts both have: " << clients_list(*grids.begin()) << '\n';
     } else {
       std::vector<std::string> parts;
       for (const auto& c : s["curves"])
-        parts.push_back(c["variant"].get<std::string>() + " " + clients_list(c["clients"].get<std::vector<uint64_t>>()));
-      o << "client grids both have: " << absl::StrJoin(parts, "; ") << '\n';
+        parts.push_back(c["variant"].get<std::string>() + " " +
+                        clients_list(c["peak"]["clients"].get<std::vector<uint64_t>>()));
+      o << "unfitted client counts both have: " << absl::StrJoin(parts, "; ") << '\n';
     }
-    o << "(all): the peak over every client count of that side alone; n/a: fewer than 3 common client counts\n";
+    o << "distance: the larger peak client count over the smaller; steps: positions apart on those client "
+         "counts; (all): the peak over every client count of that side alone; n/a: fewer than 3 unfitted "
+         "common client counts\n";
 
     // Ratios.
     for (const auto& r : s["ratios"]) {
       rows.clear();
-      for (const auto& p : r["points"])
-        rows.push_back({absl::StrFormat("%d_clients", p["clients"].get<uint64_t>()), fmt_ratio(p["reference"]),
-                        fmt_ratio(p["result"]), p["reference_winner"].get<std::string>(),
-                        p["result_winner"].get<std::string>(), p["match"].get<bool>() ? "yes" : "no"});
+      for (const auto& p : r["points"]) {
+        const std::string kind = p["kind"].get<std::string>();
+        std::string published = kind == "fitted"          ? "fitted"
+                                : kind == "published_tie" ? absl::StrFormat("tie (within %g%%)", threshold_pct)
+                                                          : p["reference_winner"].get<std::string>();
+        rows.push_back({absl::StrFormat("%d_clients", p["clients"].get<uint64_t>()) + (kind == "fitted" ? " (fitted)" : ""),
+                        fmt_ratio(p["reference"]), fmt_ratio(p["result"]),
+                        p["error"].is_null() ? "-" : fmt_pct(p["error"].get<double>()), published,
+                        p["result_winner"].get<std::string>(),
+                        p["agree"].is_null() ? "-" : p["agree"].get<bool>() ? "yes" : "no"});
+      }
       o << '\n'
-        << absl::StrFormat("ratio %s / %s (tie within %g%%)\n", r["variant"].get<std::string>(),
-                           r["baseline"].get<std::string>(), tie_pct)
-        << render_table({"", "reference", "result", "reference winner", "result winner", "match"}, rows);
+        << absl::StrFormat("ratio %s / %s\n", r["variant"].get<std::string>(), r["baseline"].get<std::string>())
+        << render_table({"", "reference", "result", "error", "published winner", "result winner", "agree"}, rows)
+        << "ratio errors: " << error_stats_text(r["ratio_errors"]) << '\n';
+    }
+    if (!s["ratios"].empty()) {
+      const auto& sc = s["score"];
+      o << absl::StrFormat("winners agree: %d/%d; published ties: %d, the result within %g%% at %d\n",
+                           sc["winners_agree"].get<size_t>(), sc["winners_scored"].get<size_t>(),
+                           sc["published_ties"].get<size_t>(), tie_pct, sc["published_ties_result_tie"].get<size_t>());
     }
   }
 
   // Summary.
   const auto& sm = cmp["summary"];
   o << "\nsummary\n";
-  std::vector<std::vector<std::string>> rows;
-  const size_t ps = sm["peaks_scored"].get<size_t>(), ws = sm["winners_scored"].get<size_t>();
-  rows.push_back({"peaks matched",
-                  ps ? absl::StrFormat("%d/%d", sm["peaks_matched"].get<size_t>(), ps)
-                     : std::string("n/a (no curve has 3 common client counts)")});
-  std::string winners;
-  if (ws)
-    winners = absl::StrFormat("%d/%d", sm["winners_matched"].get<size_t>(), ws);
-  else if (cmp.contains("no_ratios"))
-    winners = "n/a (" + cmp["no_ratios"].get<std::string>() + ")";
+  const auto& pk = sm["peaks"];
+  const size_t scored_peaks = pk["scored"].get<size_t>();
+  if (scored_peaks)
+    o << absl::StrFormat("peak distance:  %d of %d curves scored; median %.2fx, max %.2fx; within 2x: %d/%d, "
+                         "same client count: %d/%d\n",
+                         scored_peaks, pk["curves"].get<size_t>(), pk["median_distance"].get<double>(),
+                         pk["max_distance"].get<double>(), pk["within_2x"].get<size_t>(), scored_peaks,
+                         pk["same_clients"].get<size_t>(), scored_peaks);
   else
-    winners = "n/a (no client count where both variants ran)";
-  rows.push_back({"winners matched", winners});
-  for (const auto& r : rows) o << absl::StrFormat("%-17s%s\n", r[0] + ":", r[1]);
+    o << "peak distance:  n/a (no curve has 3 unfitted common client counts)\n";
+  const size_t ws = sm["winners"]["scored"].get<size_t>();
+  const size_t ties = sm["published_ties"]["points"].get<size_t>();
+  const size_t errors = sm["ratio_errors"]["points"].get<size_t>();
+  if (cmp["baseline"].is_null()) {
+    o << "winners:        n/a (" << cmp["no_ratios"].get<std::string>() << ")\n";
+  } else if (ws + ties + errors == 0) {
+    o << "winners:        n/a (no unfitted client count where both variants ran)\n";
+  } else {
+    o << absl::StrFormat("winners agree:  %d/%d (points where the published ratio is off 1 by more than %g%%)\n",
+                         sm["winners"]["agree"].get<size_t>(), ws, threshold_pct);
+    o << absl::StrFormat("published ties: %d point%s within %g%%; the result within %g%% at %d (not scored)\n", ties,
+                         ties == 1 ? "" : "s", threshold_pct, tie_pct, sm["published_ties"]["result_tie"].get<size_t>());
+    o << "ratio errors:   " << error_stats_text(sm["ratio_errors"]) << '\n';
+  }
+
+  // Per series, one line each.
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& s : cmp["series"]) {
+    const auto& sc = s["score"];
+    std::vector<std::string> distances;
+    for (const auto& d : sc["peak_distances"]) distances.push_back(absl::StrFormat("%.2fx", d.get<double>()));
+    const auto& e = sc["ratio_errors"];
+    const bool has_ratios = !s["ratios"].empty();
+    const size_t n = e["points"].get<size_t>();
+    rows.push_back({s["name"].get<std::string>(), distances.empty() ? "n/a" : absl::StrJoin(distances, " "),
+                    has_ratios ? absl::StrFormat("%d/%d", sc["winners_agree"].get<size_t>(),
+                                                 sc["winners_scored"].get<size_t>())
+                               : "-",
+                    has_ratios ? absl::StrFormat("%d (%d)", sc["published_ties"].get<size_t>(),
+                                                 sc["published_ties_result_tie"].get<size_t>())
+                               : "-",
+                    std::to_string(n), n ? fmt_pct(e["median"].get<double>()) : "-",
+                    n ? fmt_pct(e["p90"].get<double>()) : "-", n ? fmt_pct(e["max"].get<double>()) : "-",
+                    n ? std::to_string(e["under_10_pct"].get<size_t>()) : "-",
+                    n ? std::to_string(e["under_25_pct"].get<size_t>()) : "-",
+                    n ? std::to_string(e["under_50_pct"].get<size_t>()) : "-"});
+  }
+  o << '\n'
+    << render_table({"by series", "peak distances", "winners agree", "published ties (result tie)", "ratio errors",
+                     "median", "p90", "max", "<10%", "<25%", "<50%"},
+                    rows)
+    << '\n';
+  if (!fitted["entries"].empty()) {
+    o << absl::StrFormat("fitted entries (%d), their points shown and not scored:\n", fitted["entries"].size());
+    for (const auto& e : fitted["entries"]) {
+      std::vector<std::string> cols;
+      for (const auto& [k, v] : e["columns"].items()) cols.push_back(k + "=" + v.get<std::string>());
+      const size_t n = e["compared_points"].get<size_t>();
+      o << absl::StrFormat("  %s (%d compared point%s): %s\n", absl::StrJoin(cols, " "), n, n == 1 ? "" : "s",
+                           e["reason"].get<std::string>());
+    }
+  }
+  if (!cmp["warnings"].empty()) {
+    o << absl::StrFormat("warnings (%d):\n", cmp["warnings"].size());
+    for (const auto& w : cmp["warnings"]) o << "  " << w.get<std::string>() << '\n';
+  }
   const auto& mm = sm["mismatches"];
   if (mm.empty()) {
-    o << "mismatches: none\n";
+    o << "mismatches: none (no winner disagreement, no peak more than 2x away)\n";
   } else {
-    o << absl::StrFormat("mismatches (%d):\n", mm.size());
+    o << absl::StrFormat("mismatches (%d): winner disagreements and peaks more than 2x away\n", mm.size());
     for (const auto& m : mm) o << "  " << m.get<std::string>() << '\n';
   }
   auto count_clients = [](const ojson& list) {

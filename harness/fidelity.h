@@ -17,14 +17,40 @@
 // What is compared. A series is one combination of the CSV's other columns (each record_size);
 // a curve is one variant in one series. Only client counts present on both sides are compared
 // (the curve's common grid); points on one side only are listed, not scored.
+//
+// Fitted points. A config names the reference rows it took values from in its top-level
+// `fitted` list: objects with a "reason" and one or more reference columns (variant, clients or
+// another CSV column) with a value; a row is fitted when it matches every column of some entry.
+// The list is read from the result file's context.config (an object, or an array of configs:
+// the union), or from `--fitted-from CONFIG` for result files written before configs had one.
+// Fitted points are shown, marked "(fitted)", and left out of every score below; a ratio point
+// is fitted when either of its two rows is. An entry that matches no row of the table is a
+// warning in the output, not an error.
+//
 //   shape   tps / tps at the smallest common client count, reference and result side by side
-//   peak    the client count of the highest tps on the common grid; it matches when the two
-//           peaks are at most one step apart on that grid (scored only for grids of 3 or more
-//           points: on 2 points any two peaks are within one step)
-//   winner  with exactly two variants (or `--baseline NAME`), other/baseline tps at each common
-//           client count: the other variant wins above 1 + tie, the baseline below 1 - tie, a
-//           tie in between (`--tie-pct`, default 5%); it matches when both sides name the same
-// A summary counts the peaks and winners matched and lists every mismatch on one line.
+//           (shown, not scored)
+//   peak    per curve, the client count of the highest tps among the unfitted common points on
+//           each side; the distance is the ratio of the two client counts, larger over smaller
+//           (peaks at 64 and 32 -> 2.0x; 1.0x when they agree). Scored for curves with 3 or
+//           more unfitted common points (on 2 points any curve peaks at one end or the other).
+//           The grid steps between the two and each side's peak over all its own client counts
+//           are shown for information.
+//   ratio   with exactly two variants (or `--baseline NAME`), r = other tps / baseline tps at
+//           each common client count, published r_pub and result r_res:
+//           - ratio error |r_res / r_pub - 1| for every unfitted point: median, 90th percentile
+//             (linear between the two nearest ranks), max, and how many are under 10%, 25% and
+//             50%, per series and for the table;
+//           - winner agreement only where the published difference is clear,
+//             |r_pub - 1| > win_threshold (`--win-threshold-pct`, default 10%): the published
+//             winner is the variant with r_pub > 1, else the baseline; the result agrees when it
+//             picks the same variant by more than the tie band (`--tie-pct`, default 5%:
+//             r_res > 1 + tie or r_res < 1 - tie). A point inside the threshold is a
+//             "published tie": counted apart, with how often the result is within the tie band
+//             too, as information and not as a score.
+// A summary gives, for the table: the peak distances (median, max, how many within 2x and at
+// the same client count), winners agreeing / scored, published ties, the ratio errors, the
+// fitted entries with their reasons, one line per winner disagreement and per peak more than
+// 2x away, and the points on one side only and the failed cells.
 //
 // The same comparison is written as JSON with `--json FILE` (layout in harness/RESULTS.md,
 // "Fidelity comparison files"); the text is rendered from that JSON.
@@ -45,7 +71,9 @@ struct FidelityOptions {
   std::vector<std::string> fixes;    // "COLUMN=VALUE", repeatable
   std::vector<std::string> renames;  // "RESULT_LABEL=CSV_VARIANT", repeatable
   std::string baseline;              // ratio denominator; empty: the first of exactly two variants
-  double tie_pct = 5;                // winner: "tie" within +-tie_pct percent
+  double tie_pct = 5;                // the result's ratio is a tie within 1 +- tie_pct percent
+  double win_threshold_pct = 10;     // winners are scored where |r_pub - 1| exceeds this percentage
+  std::string fitted_from;           // a config file whose `fitted` list replaces the result's
   std::string json_path;             // empty: no JSON file
 };
 
@@ -70,8 +98,9 @@ struct ReferenceTable {
 ReferenceTable load_reference_csv(const std::string& path);
 
 // The comparison of `result` (a loaded result file, load_result_file) with `ref`, as the JSON
-// that --json writes. Throws UsageError for bad options (--fix, --variant, --baseline) and when
-// no cell overlaps.
+// that --json writes. Throws UsageError for bad options (--fix, --variant, --baseline,
+// --tie-pct, --win-threshold-pct, --fitted-from), a malformed fitted list (naming the file and
+// its JSON path) and when no cell overlaps.
 nlohmann::ordered_json fidelity_compare(const nlohmann::json& result, const ReferenceTable& ref,
                                         const FidelityOptions& opts);
 

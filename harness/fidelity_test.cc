@@ -1,6 +1,7 @@
-// `walbench compare RESULT --reference REF.csv` on hand-written result files and tables: peaks
-// and winners where they are known, mismatches, the --fix slice, --variant renames, the exact
-// text layout (golden), the JSON file, and the one-line errors for bad input.
+// `walbench compare RESULT --reference REF.csv` on hand-written result files and tables: peak
+// distances, winners and published ties where they are known, ratio-error statistics on known
+// numbers, fitted points left out of every score, mismatches, the --fix slice, --variant renames,
+// the exact text layout (golden), the JSON file, and the one-line errors for bad input.
 #include "harness/fidelity.h"
 
 #include <stdlib.h>
@@ -60,8 +61,10 @@ json sized(const std::string& label, int clients, double tps, int record_size) {
   return cell(label, clients, tps, {{"workload.record_size", record_size}});
 }
 
-std::string result_file(const json& cells) {
+// `config` is what the runner records as context.config (null: none recorded).
+std::string result_file(const json& cells, const json& config = nullptr) {
   json doc = {{"context", {{"schema_version", 1}, {"walbench_version", "0.1.0"}}}, {"cells", cells}};
+  if (!config.is_null()) doc["context"]["config"] = config;
   return doc.dump(1);
 }
 
@@ -147,26 +150,44 @@ TEST_CASE("fidelity: known peaks and winners all match", "[fidelity]") {
   CHECK(waitlist["clients"] == ojson::array({1, 2, 4, 8}));
   CHECK(waitlist["peak"]["reference"] == 4);
   CHECK(waitlist["peak"]["result"] == 4);
-  CHECK(waitlist["peak"]["match"] == true);
   CHECK(waitlist["points"][2]["reference_shape"].get<double>() == Approx(3.0));
   CHECK(waitlist["points"][2]["result_shape"].get<double>() == Approx(3.5));
   CHECK(s16["curves"][1]["peak"]["reference"] == 8);
+  CHECK(waitlist["peak"]["distance"] == 1.0);
   const ojson& ratios = s16["ratios"][0];
   CHECK(ratios["variant"] == "atomic");
   CHECK(ratios["baseline"] == "waitlist");
+  CHECK(ratios["points"][0]["kind"] == "published_tie");  // 1.01: inside the 10% threshold
   CHECK(ratios["points"][0]["reference_winner"] == "tie");
+  CHECK(ratios["points"][0]["agree"].is_null());
+  CHECK(ratios["points"][3]["kind"] == "scored");
   CHECK(ratios["points"][3]["reference_winner"] == "atomic");
   CHECK(ratios["points"][3]["result_winner"] == "atomic");
+  CHECK(ratios["points"][3]["agree"] == true);
+  CHECK(ratios["points"][3]["error"].get<double>() == Approx(1 - 2.4 / 2.5));
 
+  // Scored winners: 16 B at 4 (1.33) and 8 (2.5), 1 KiB at 4 (1.13) and 8 (1.5); the 1- and
+  // 2-client points of both sizes are published ties, and the result is within 5% there too.
   const ojson& sm = r.cmp["summary"];
-  CHECK(sm["peaks_matched"] == 4);
-  CHECK(sm["peaks_scored"] == 4);
-  CHECK(sm["winners_matched"] == 8);
-  CHECK(sm["winners_scored"] == 8);
+  CHECK(sm["fitted_points"] == 0);
+  CHECK(sm["peaks"]["scored"] == 4);
+  CHECK(sm["peaks"]["within_2x"] == 4);
+  CHECK(sm["peaks"]["same_clients"] == 4);
+  CHECK(sm["peaks"]["max_distance"] == 1.0);
+  CHECK(sm["winners"]["agree"] == 4);
+  CHECK(sm["winners"]["scored"] == 4);
+  CHECK(sm["published_ties"]["points"] == 4);
+  CHECK(sm["published_ties"]["result_tie"] == 4);
+  CHECK(sm["ratio_errors"]["points"] == 8);
   CHECK(sm["mismatches"].empty());
+  CHECK(r.cmp["fitted"]["source"].is_null());
+  CHECK(r.cmp["warnings"].empty());
   CHECK(r.cmp["reference_only"].empty());
   CHECK(r.cmp["result_only"].empty());
-  CHECK(r.text.find("peaks matched:   4/4\nwinners matched: 8/8\nmismatches: none\n") != std::string::npos);
+  CHECK(r.text.find("winners agree:  4/4 (points where the published ratio is off 1 by more than 10%)\n"
+                    "published ties: 4 points within 10%; the result within 5% at 4 (not scored)\n") !=
+        std::string::npos);
+  CHECK(r.text.find("mismatches: none") != std::string::npos);
 }
 
 TEST_CASE("fidelity: a moved peak and a flipped winner are mismatches, not errors", "[fidelity]") {
@@ -182,30 +203,248 @@ TEST_CASE("fidelity: a moved peak and a flipped winner are mismatches, not error
   const ojson& s16 = r.cmp["series"][0];
   CHECK(s16["curves"][0]["peak"]["result"] == 2);
   CHECK(s16["curves"][0]["peak"]["steps"] == 1);
-  CHECK(s16["curves"][0]["peak"]["match"] == true);  // one step apart
+  CHECK(s16["curves"][0]["peak"]["distance"] == 2.0);  // 4 and 2 clients: within 2x, not a mismatch
   CHECK(s16["curves"][1]["peak"]["result"] == 8);
-  CHECK(s16["curves"][1]["peak"]["steps"] == 0);
+  CHECK(s16["curves"][1]["peak"]["distance"] == 1.0);
 
-  // Two steps: waitlist 1 KiB peaks at 1 client in the result, 8 in the table.
+  // 8x: waitlist 1 KiB peaks at 1 client in the result, 8 in the table.
   cells[8]["summary"]["tps_median"] = 9000;
   const std::string result2 = dir.write("r2.json", result_file(cells));
   const Run r2 = compare(result2, csv);
   const ojson& sm = r2.cmp["summary"];
-  CHECK(sm["peaks_matched"] == 3);
-  CHECK(sm["peaks_scored"] == 4);
-  CHECK(sm["winners_scored"] == 8);
-  CHECK(sm["winners_matched"] == 5);  // 16 B at 2 (atomic loses) and 4; 1 KiB at 1 (tie -> waitlist)
+  CHECK(sm["peaks"]["scored"] == 4);
+  CHECK(sm["peaks"]["within_2x"] == 3);
+  CHECK(sm["peaks"]["same_clients"] == 2);
+  CHECK(sm["peaks"]["median_distance"] == 1.5);  // 1, 1, 2, 8
+  CHECK(sm["peaks"]["max_distance"] == 8.0);
+  CHECK(sm["winners"]["scored"] == 4);
+  CHECK(sm["winners"]["agree"] == 3);  // 16 B at 4 clients flipped
+  // 16 B at 2 clients (0.40) and 1 KiB at 1 (0.07) name waitlist where the table is within 10%:
+  // published ties, counted apart, not mismatches.
+  CHECK(sm["published_ties"]["points"] == 4);
+  CHECK(sm["published_ties"]["result_tie"] == 2);
   std::vector<std::string> mismatches = sm["mismatches"].get<std::vector<std::string>>();
-  REQUIRE(mismatches.size() == 4);
+  REQUIRE(mismatches.size() == 2);
   CHECK(mismatches[0] ==
-        "winner record_size=16 at 2 clients (atomic / waitlist): reference tie (1.01), result waitlist (0.40)");
-  CHECK(mismatches[1] ==
         "winner record_size=16 at 4 clients (atomic / waitlist): reference atomic (1.33), result waitlist (0.60)");
-  CHECK(mismatches[2] ==
-        "peak record_size=1024 waitlist: reference at 8 clients, result at 1 (3 steps apart on 1 2 4 8)");
-  CHECK(mismatches[3] ==
-        "winner record_size=1024 at 1 client (atomic / waitlist): reference tie (1.00), result waitlist (0.07)");
-  CHECK(r2.text.find("mismatches (4):\n  winner record_size=16 at 2 clients") != std::string::npos);
+  CHECK(mismatches[1] == "peak record_size=1024 waitlist: reference at 8 clients, result at 1 (8.0x apart)");
+  CHECK(r2.text.find("mismatches (2): winner disagreements and peaks more than 2x away\n"
+                     "  winner record_size=16 at 4 clients") != std::string::npos);
+}
+
+TEST_CASE("fidelity: published ties are counted apart from winners", "[fidelity]") {
+  TempDir dir;
+  // b / a: published 1.03, 1.08, 1.20, 0.80; result 1.00, 1.30, 1.00, 0.70.
+  const std::string csv = dir.write("t.csv",
+                                    "variant,clients,tps\n"
+                                    "a,1,100\na,2,100\na,4,100\na,8,100\n"
+                                    "b,1,103\nb,2,108\nb,4,120\nb,8,80\n");
+  const std::string result = dir.write(
+      "r.json", result_file(json::array({cell("a", 1, 1000), cell("a", 2, 1000), cell("a", 4, 1000),
+                                         cell("a", 8, 1000), cell("b", 1, 1000), cell("b", 2, 1300),
+                                         cell("b", 4, 1000), cell("b", 8, 700)})));
+  FidelityOptions opts;
+
+  SECTION("default: 10% threshold, 5% tie band") {
+    const Run r = compare(result, csv, opts);
+    const ojson& pts = r.cmp["series"][0]["ratios"][0]["points"];
+    // 1.03 and 1.08 are published ties: neither a win nor a loss, whatever the result says.
+    CHECK(pts[0]["kind"] == "published_tie");
+    CHECK(pts[0]["result_winner"] == "tie");
+    CHECK(pts[1]["kind"] == "published_tie");
+    CHECK(pts[1]["result_winner"] == "b");
+    // 1.20: b won in the table; the result calls a tie, which is not agreement.
+    CHECK(pts[2]["kind"] == "scored");
+    CHECK(pts[2]["reference_winner"] == "b");
+    CHECK(pts[2]["agree"] == false);
+    // 0.80: the baseline won; the result's 0.70 picks it too.
+    CHECK(pts[3]["reference_winner"] == "a");
+    CHECK(pts[3]["agree"] == true);
+    const ojson& sm = r.cmp["summary"];
+    CHECK(sm["winners"] == ojson{{"agree", 1}, {"scored", 2}});
+    CHECK(sm["published_ties"] == ojson{{"points", 2}, {"result_tie", 1}});
+    CHECK(r.cmp["series"][0]["score"]["winners_scored"] == 2);
+    CHECK(r.text.find("winners agree:  1/2 (points where the published ratio is off 1 by more than 10%)\n"
+                      "published ties: 2 points within 10%; the result within 5% at 1 (not scored)\n") !=
+          std::string::npos);
+    CHECK(r.text.find("1_clients       1.03    1.00   2.9%  tie (within 10%)            tie      -\n") !=
+          std::string::npos);
+  }
+  SECTION("--win-threshold-pct 5 scores 1.08; the result's 1.30 agrees") {
+    opts.win_threshold_pct = 5;
+    const Run r = compare(result, csv, opts);
+    CHECK(r.cmp["series"][0]["ratios"][0]["points"][1]["kind"] == "scored");
+    CHECK(r.cmp["summary"]["winners"] == ojson{{"agree", 2}, {"scored", 3}});
+    CHECK(r.cmp["summary"]["published_ties"] == ojson{{"points", 1}, {"result_tie", 1}});
+    CHECK(r.text.find("than 5% (the result must pick it by more than 5%)") != std::string::npos);
+  }
+  SECTION("--tie-pct 35 widens the result's tie band: 1.30 and 0.70 name no winner") {
+    opts.tie_pct = 35;
+    const Run r = compare(result, csv, opts);
+    CHECK(r.cmp["summary"]["winners"] == ojson{{"agree", 0}, {"scored", 2}});
+    CHECK(r.cmp["summary"]["published_ties"] == ojson{{"points", 2}, {"result_tie", 2}});
+  }
+  SECTION("a threshold outside [0, 100) is a usage error") {
+    opts.win_threshold_pct = 100;
+    opts.result_path = result;
+    CHECK(usage_error([&] { fidelity_compare(json::parse(std::ifstream(result)), load_reference_csv(csv), opts); }) ==
+          "compare: --win-threshold-pct 100: expected a percentage in [0, 100)");
+  }
+}
+
+// b is 100 tps everywhere on both sides; a's published ratio is 1..5 and its result ratio is off
+// by 0, -5%, +20%, +40% and +100%: errors 0, 0.05, 0.2, 0.4, 1.0.
+const char* kErrorTable =
+    "variant,clients,tps\n"
+    "a,1,100\na,2,200\na,3,300\na,4,400\na,5,500\n"
+    "b,1,100\nb,2,100\nb,3,100\nb,4,100\nb,5,100\n";
+
+json error_cells(double a_at_1 = 100) {
+  return json::array({cell("a", 1, a_at_1), cell("a", 2, 190), cell("a", 3, 360), cell("a", 4, 560), cell("a", 5, 1000),
+                      cell("b", 1, 100), cell("b", 2, 100), cell("b", 3, 100), cell("b", 4, 100), cell("b", 5, 100)});
+}
+
+TEST_CASE("fidelity: ratio error statistics on known numbers", "[fidelity]") {
+  TempDir dir;
+  FidelityOptions opts;
+  opts.baseline = "b";
+  const Run r = compare(dir.write("r.json", result_file(error_cells())), dir.write("t.csv", kErrorTable), opts);
+  const ojson& pts = r.cmp["series"][0]["ratios"][0]["points"];
+  REQUIRE(pts.size() == 5);
+  CHECK(pts[1]["error"].get<double>() == Approx(0.05));
+  CHECK(pts[4]["error"].get<double>() == Approx(1.0));
+  for (const ojson* e : {&r.cmp["summary"]["ratio_errors"], &r.cmp["series"][0]["score"]["ratio_errors"],
+                         &r.cmp["series"][0]["ratios"][0]["ratio_errors"]}) {
+    CHECK((*e)["points"] == 5);
+    CHECK((*e)["median"].get<double>() == Approx(0.2));
+    CHECK((*e)["p90"].get<double>() == Approx(0.76));  // 0.4 + 0.6 x (1.0 - 0.4): rank 3.6 of 0..4
+    CHECK((*e)["max"].get<double>() == Approx(1.0));
+    CHECK((*e)["under_10_pct"] == 2);
+    CHECK((*e)["under_25_pct"] == 3);
+    CHECK((*e)["under_50_pct"] == 4);
+  }
+  CHECK(r.text.find("ratio errors:   5 points; median 20.0%, 90th percentile 76.0%, max 100.0%; under 10%: 2, "
+                    "under 25%: 3, under 50%: 4\n") != std::string::npos);
+  CHECK(r.cmp["summary"]["winners"] == ojson{{"agree", 4}, {"scored", 4}});
+}
+
+TEST_CASE("fidelity: peak distance is a ratio of client counts", "[fidelity]") {
+  TempDir dir;
+  // a peaks at 64 in the table and 16 in the result (4x); b at 32 and 64 (2x).
+  const std::string csv = dir.write("t.csv",
+                                    "variant,clients,tps\n"
+                                    "a,8,10\na,16,20\na,32,30\na,64,40\na,128,35\n"
+                                    "b,8,10\nb,16,20\nb,32,40\nb,64,30\nb,128,20\n");
+  const std::string result = dir.write(
+      "r.json", result_file(json::array({cell("a", 8, 10), cell("a", 16, 50), cell("a", 32, 40), cell("a", 64, 30),
+                                         cell("a", 128, 20), cell("b", 8, 10), cell("b", 16, 20), cell("b", 32, 30),
+                                         cell("b", 64, 40), cell("b", 128, 35)})));
+  const Run r = compare(result, csv);
+  const ojson& a = r.cmp["series"][0]["curves"][0]["peak"];
+  CHECK(a["reference"] == 64);
+  CHECK(a["result"] == 16);
+  CHECK(a["distance"] == 4.0);
+  CHECK(a["steps"] == 2);
+  CHECK(r.cmp["series"][0]["curves"][1]["peak"]["distance"] == 2.0);
+  const ojson& pk = r.cmp["summary"]["peaks"];
+  CHECK(pk["median_distance"] == 3.0);
+  CHECK(pk["max_distance"] == 4.0);
+  CHECK(pk["within_2x"] == 1);
+  CHECK(pk["same_clients"] == 0);
+  CHECK(r.cmp["summary"]["mismatches"][0] == "peak all rows a: reference at 64 clients, result at 16 (4.0x apart)");
+  CHECK(r.text.find("peak distance:  2 of 2 curves scored; median 3.00x, max 4.00x; within 2x: 1/2, same client "
+                    "count: 0/2\n") != std::string::npos);
+}
+
+TEST_CASE("fidelity: fitted points are shown and not scored", "[fidelity]") {
+  TempDir dir;
+  const std::string csv = dir.write("t.csv", kErrorTable);
+  // a's result at 1 client is 1000x too high: counted, it would move a's result peak to 1 client
+  // and add a ratio error of 999.
+  const json cells = error_cells(100000);
+  const json fitted = json::array({
+      {{"clients", 1}, {"reason", "per-transaction cost from the 1-client rows"}},
+      {{"variant", "a"}, {"clients", 3}, {"reason", "one more point"}},
+      {{"clients", 7}, {"reason", "a client count the table lacks"}},
+      {{"tables", "unlogged"}, {"reason", "a column the table lacks"}},
+  });
+  FidelityOptions opts;
+  opts.baseline = "b";
+
+  auto check_scores = [](const Run& r) {
+    const ojson& sm = r.cmp["summary"];
+    CHECK(sm["fitted_points"] == 3);  // a and b at 1 client, a at 3
+    // Errors of the unfitted points 2, 4, 5: 0.05, 0.4, 1.0.
+    CHECK(sm["ratio_errors"]["points"] == 3);
+    CHECK(sm["ratio_errors"]["median"].get<double>() == Approx(0.4));
+    CHECK(sm["ratio_errors"]["max"].get<double>() == Approx(1.0));
+    CHECK(sm["winners"] == ojson{{"agree", 3}, {"scored", 3}});
+    CHECK(sm["published_ties"]["points"] == 0);  // the 1-client tie is fitted
+    const ojson& a = r.cmp["series"][0]["curves"][0];
+    CHECK(a["points"][0]["fitted"] == true);
+    CHECK(a["points"][1]["fitted"] == false);
+    CHECK(a["peak"]["clients"] == ojson::array({2, 4, 5}));
+    CHECK(a["peak"]["result"] == 5);
+    CHECK(a["peak"]["distance"] == 1.0);
+    CHECK(a["peak"]["result_all"] == 1);  // shown for information
+    const ojson& p1 = r.cmp["series"][0]["ratios"][0]["points"][0];
+    CHECK(p1["kind"] == "fitted");
+    CHECK(p1["error"].is_null());
+    CHECK(p1["agree"].is_null());
+    CHECK(r.cmp["series"][0]["ratios"][0]["points"][2]["kind"] == "fitted");  // b at 3 is not, a is
+    CHECK(r.text.find("a_1_clients (fitted)") != std::string::npos);
+    CHECK(r.text.find("3_clients (fitted)") != std::string::npos);
+    CHECK(r.text.find("fitted entries (4), their points shown and not scored:\n"
+                      "  clients=1 (2 compared points): per-transaction cost from the 1-client rows\n"
+                      "  clients=3 variant=a (1 compared point): one more point\n") != std::string::npos);
+  };
+
+  SECTION("from the result's context.config; an entry that matches no row is a warning") {
+    const std::string result = dir.write("r.json", result_file(cells, {{"description", "x"}, {"fitted", fitted}}));
+    const Run r = compare(result, csv, opts);
+    check_scores(r);
+    CHECK(r.cmp["fitted"]["source"] == "the result file's context.config");
+    CHECK(r.cmp["fitted"]["entries"][0]["origin"] == result + " /context/config/fitted/0");
+    CHECK(r.cmp["warnings"] == ojson::array({
+                                   "fitted entry " + result + " /context/config/fitted/2 (clients=7) matches no row of " +
+                                       csv,
+                                   "fitted entry " + result + " /context/config/fitted/3 (tables=unlogged) matches no "
+                                       "row of " + csv + ": it has no column tables",
+                               }));
+    CHECK(r.text.find("warnings (2):\n  fitted entry ") != std::string::npos);
+  }
+  SECTION("several configs: the union, each entry once") {
+    const json configs = json::array({{{"fitted", json::array({fitted[0], fitted[1]})}},
+                                      {{"description", "no fitted list"}},
+                                      {{"fitted", json::array({fitted[0], fitted[2], fitted[3]})}}});
+    const Run r = compare(dir.write("r.json", result_file(cells, configs)), csv, opts);
+    check_scores(r);
+    CHECK(r.cmp["fitted"]["entries"].size() == 4);
+    CHECK(r.cmp["fitted"]["entries"][1]["origin"].get<std::string>().find("/context/config/0/fitted/1") !=
+          std::string::npos);
+  }
+  SECTION("--fitted-from a config replaces the result's list, with a warning when they differ") {
+    opts.fitted_from = dir.write("config.json", json{{"description", "x"}, {"fitted", fitted}}.dump());
+    const Run r = compare(dir.write("r.json", result_file(cells)), csv, opts);
+    check_scores(r);
+    CHECK(r.cmp["fitted"]["source"] == "--fitted-from " + opts.fitted_from);
+    CHECK(r.cmp["warnings"].size() == 2);
+    const Run r2 = compare(
+        dir.write("r2.json", result_file(cells, {{"fitted", json::array({fitted[1]})}})), csv, opts);
+    CHECK(r2.cmp["warnings"][0] == "the result file's context.config has its own fitted list (1 entry); "
+                                   "--fitted-from " + opts.fitted_from + " replaces it");
+  }
+  SECTION("a malformed entry names the file and JSON path") {
+    opts.result_path = dir.write("r.json", result_file(cells, {{"fitted", json::array({{{"clients", 1}}})}}));
+    const ReferenceTable ref = load_reference_csv(csv);
+    auto error = [&] { return usage_error([&] { fidelity_compare(json::parse(std::ifstream(opts.result_path)), ref, opts); }); };
+    CHECK(error() == opts.result_path +
+                         ": /context/config/fitted/0/reason: expected a string saying what was taken from these rows");
+    opts.result_path = dir.write("r.json", result_file(cells, {{"fitted", json::array({{{"reason", "r"}, {"clients", json::array({1})}}})}}));
+    CHECK(error() == opts.result_path + ": /context/config/fitted/0/clients: expected a string or a number (a value of that column)");
+    opts.result_path = dir.write("r.json", result_file(cells, {{"fitted", json::array({{{"reason", "r"}}})}}));
+    CHECK(error().find("/context/config/fitted/0: the entry selects no column") != std::string::npos);
+  }
 }
 
 TEST_CASE("fidelity: text layout (golden)", "[fidelity]") {
@@ -215,52 +454,72 @@ TEST_CASE("fidelity: text layout (golden)", "[fidelity]") {
       sized("b", 1, 1000, 16), sized("b", 2, 1840, 16), sized("b", 4, 3100, 16), sized("b", 8, 3000, 16),
       sized("b", 16, -1, 16), sized("c", 1, 5, 16),
   });
-  const std::string result = dir.write("r.json", result_file(cells));
+  const json config = {{"fitted", json::array({{{"clients", 1}, {"reason", "client_overhead_us from the 1-client rows"}}})}};
+  const std::string result = dir.write("r.json", result_file(cells, config));
   const std::string csv = dir.write("t.csv",
                                     "variant,clients,record_size,tps\n"
-                                    "a,1,16,100\na,2,16,180\na,4,16,150\na,16,16,100\n"
-                                    "b,1,16,100\nb,2,16,190\nb,4,16,300\nb,16,16,310\n");
+                                    "a,1,16,100\na,2,16,180\na,4,16,150\na,8,16,120\na,16,16,100\n"
+                                    "b,1,16,100\nb,2,16,190\nb,4,16,300\nb,8,16,320\nb,16,16,310\n");
   const Run r = compare(result, csv);
   CHECK(r.text ==
         "compare: RESULT " + result + " vs REFERENCE " + csv + "\n"
         "result: workload emit_message (synchronous_commit=on), storage memory, platform sim, "
         "1 repetition x 0.02 s, median tps\n"
-        "scored: where each curve peaks (within one step of the client grid both have) and which "
-        "variant wins (tie within 5%); tps are shown, not scored\n"
+        "scored: how far each curve's peak is from the published one (a ratio of client counts), the ratio "
+        "error |result ratio / published ratio - 1| at every point, and the winner where the published "
+        "ratio is off 1 by more than 10% (the result must pick it by more than 5%); tps and shapes are "
+        "shown, not scored\n"
+        "fitted: 2 compared points marked (fitted), shown and not scored (list from the result file's "
+        "context.config)\n"
         "\n"
         "record_size=16\n"
-        "             reference tps  result tps  reference shape  result shape\n"
-        "a_1_clients            100        1000             1.00          1.00\n"
-        "a_2_clients            180        2000             1.80          2.00\n"
-        "a_4_clients            150        1500             1.50          1.50\n"
-        "b_1_clients            100        1000             1.00          1.00\n"
-        "b_2_clients            190        1840             1.90          1.84\n"
-        "b_4_clients            300        3100             3.00          3.10\n"
+        "                      reference tps  result tps  reference shape  result shape\n"
+        "a_1_clients (fitted)            100        1000             1.00          1.00\n"
+        "a_2_clients                     180        2000             1.80          2.00\n"
+        "a_4_clients                     150        1500             1.50          1.50\n"
+        "a_8_clients                     120        1000             1.20          1.00\n"
+        "b_1_clients (fitted)            100        1000             1.00          1.00\n"
+        "b_2_clients                     190        1840             1.90          1.84\n"
+        "b_4_clients                     300        3100             3.00          3.10\n"
+        "b_8_clients                     320        3000             3.20          3.00\n"
         "shape: tps / tps of the same variant at 1 client\n"
         "\n"
-        "peak clients  reference  result  steps  match  reference (all)  result (all)\n"
-        "a                     2       2      0    yes                2             2\n"
-        "b                     4       4      0    yes               16             4\n"
-        "client grid both have: 1 2 4\n"
-        "(all): the peak over every client count of that side alone; n/a: fewer than 3 common "
-        "client counts\n"
+        "peak clients  reference  result  distance  steps  reference (all)  result (all)\n"
+        "a                     2       2     1.00x      0                2             2\n"
+        "b                     8       4     2.00x      1                8             4\n"
+        "unfitted client counts both have: 2 4 8\n"
+        "distance: the larger peak client count over the smaller; steps: positions apart on those client "
+        "counts; (all): the peak over every client count of that side alone; n/a: fewer than 3 unfitted "
+        "common client counts\n"
         "\n"
-        "ratio b / a (tie within 5%)\n"
-        "           reference  result  reference winner  result winner  match\n"
-        "1_clients       1.00    1.00               tie            tie    yes\n"
-        "2_clients       1.06    0.92                 b              a     no\n"
-        "4_clients       2.00    2.07                 b              b    yes\n"
+        "ratio b / a\n"
+        "                    reference  result  error  published winner  result winner  agree\n"
+        "1_clients (fitted)       1.00    1.00      -            fitted            tie      -\n"
+        "2_clients                1.06    0.92  12.8%  tie (within 10%)              a      -\n"
+        "4_clients                2.00    2.07   3.3%                 b              b    yes\n"
+        "8_clients                2.67    3.00  12.5%                 b              b    yes\n"
+        "ratio errors: 3 points; median 12.5%, 90th percentile 12.8%, max 12.8%; under 10%: 1, under 25%: 3, "
+        "under 50%: 3\n"
+        "winners agree: 2/2; published ties: 1, the result within 5% at 0\n"
         "\n"
         "summary\n"
-        "peaks matched:   2/2\n"
-        "winners matched: 2/3\n"
-        "mismatches (1):\n"
-        "  winner record_size=16 at 2 clients (b / a): reference b (1.06), result a (0.92)\n"
+        "peak distance:  2 of 2 curves scored; median 1.50x, max 2.00x; within 2x: 2/2, same client count: 1/2\n"
+        "winners agree:  2/2 (points where the published ratio is off 1 by more than 10%)\n"
+        "published ties: 1 point within 10%; the result within 5% at 0 (not scored)\n"
+        "ratio errors:   3 points; median 12.5%, 90th percentile 12.8%, max 12.8%; under 10%: 1, under 25%: 3, "
+        "under 50%: 3\n"
+        "\n"
+        "by series       peak distances  winners agree  published ties (result tie)  ratio errors  median    p90    "
+        "max  <10%  <25%  <50%\n"
+        "record_size=16     1.00x 2.00x            2/2                        1 (0)             3   12.5%  12.8%  "
+        "12.8%     1     3     3\n"
+        "\n"
+        "fitted entries (1), their points shown and not scored:\n"
+        "  clients=1 (2 compared points): client_overhead_us from the 1-client rows\n"
+        "mismatches: none (no winner disagreement, no peak more than 2x away)\n"
         "reference points without a result cell (1):\n"
         "  a record_size=16: clients 16\n"
-        "result cells without a reference point (3):\n"
-        "  a record_size=16: clients 8 (client count not in the reference)\n"
-        "  b record_size=16: clients 8 (client count not in the reference)\n"
+        "result cells without a reference point (1):\n"
         "  c record_size=16: clients 1 (not a variant of the reference; rename with --variant c=NAME)\n"
         "failed result cells, not compared (1):\n"
         "  b record_size=16, 16 clients: watchdog: no progress for 10.0 s\n");
@@ -309,8 +568,10 @@ TEST_CASE("fidelity: --fix compares one slice of the table", "[fidelity]") {
     CHECK(r.cmp["series"][0]["curves"][1]["points"][2]["reference_tps"].get<double>() == Approx(14168.4));
     CHECK(r.cmp["reference_only"].empty());  // the unlogged rows are outside the slice
     CHECK(r.cmp["result_only"].empty());
-    CHECK(r.cmp["summary"]["peaks_matched"] == 2);
-    CHECK(r.cmp["summary"]["winners_matched"] == 3);  // tie, tie, patch (1.33 / 1.40)
+    CHECK(r.cmp["summary"]["peaks"]["same_clients"] == 2);
+    // 1 and 8 clients: published ties (0.97, 1.00); 32: patch in both (1.33 / 1.40).
+    CHECK(r.cmp["summary"]["winners"] == ojson{{"agree", 1}, {"scored", 1}});
+    CHECK(r.cmp["summary"]["published_ties"] == ojson{{"points", 2}, {"result_tie", 2}});
     CHECK(r.text.find("variants: xloginsert_patch as patch\nslice: tables=permanent\n") != std::string::npos);
   }
   SECTION("--fix with a value the table lacks") {
@@ -337,12 +598,12 @@ TEST_CASE("fidelity: --fix on a column both sides have keeps one series", "[fide
   REQUIRE(r.cmp["series"].size() == 1);
   CHECK(r.cmp["series"][0]["name"] == "record_size=1024");
   CHECK(r.cmp["left_out_by_fix"] == 8);
-  CHECK(r.cmp["summary"]["peaks_matched"] == 2);
+  CHECK(r.cmp["summary"]["peaks"]["within_2x"] == 2);
   CHECK(r.cmp["reference_only"].empty());
   CHECK(r.cmp["result_only"].empty());
 }
 
-TEST_CASE("fidelity: --fix on a matrix key the table lacks, --baseline, --tie-pct", "[fidelity]") {
+TEST_CASE("fidelity: --fix on a matrix key the table lacks, --baseline, --win-threshold-pct", "[fidelity]") {
   TempDir dir;
   json cells = json::array();
   for (int buffers : {64, 512})
@@ -373,14 +634,19 @@ TEST_CASE("fidelity: --fix on a matrix key the table lacks, --baseline, --tie-pc
   opts.baseline = "a";
   cmp = fidelity_compare(doc, ref, opts);
   REQUIRE(cmp["series"][0]["ratios"].size() == 2);
-  // c / a: reference 1.04, 1.04, 1.025 (ties within 5%); result 3.0 (c wins).
-  CHECK(cmp["series"][0]["ratios"][1]["points"][0]["reference_winner"] == "tie");
-  CHECK(cmp["summary"]["winners_matched"] == 3);  // b / a everywhere; c / a nowhere
-  CHECK(cmp["summary"]["winners_scored"] == 6);
-  opts.tie_pct = 1;
+  // b / a: 2.0 on both sides, scored; c / a: reference 1.04, 1.04, 1.025 (published ties within
+  // 10%), result 3.0.
+  CHECK(cmp["series"][0]["ratios"][1]["points"][0]["kind"] == "published_tie");
+  CHECK(cmp["series"][0]["ratios"][1]["points"][0]["result_winner"] == "c");
+  CHECK(cmp["summary"]["winners"] == ojson{{"agree", 3}, {"scored", 3}});
+  CHECK(cmp["summary"]["published_ties"] == ojson{{"points", 3}, {"result_tie", 0}});
+  opts.win_threshold_pct = 3;  // now 1.04 is a published win for c; 1.025 stays a tie
   cmp = fidelity_compare(doc, ref, opts);
+  CHECK(cmp["series"][0]["ratios"][1]["points"][0]["kind"] == "scored");
   CHECK(cmp["series"][0]["ratios"][1]["points"][0]["reference_winner"] == "c");
-  CHECK(cmp["summary"]["winners_matched"] == 6);  // within 1%, c wins in the table too
+  CHECK(cmp["series"][0]["ratios"][1]["points"][2]["kind"] == "published_tie");
+  CHECK(cmp["summary"]["winners"] == ojson{{"agree", 5}, {"scored", 5}});
+  CHECK(cmp["summary"]["published_ties"] == ojson{{"points", 1}, {"result_tie", 0}});
 
   opts.baseline = "d";
   CHECK(usage_error([&] { fidelity_compare(doc, ref, opts); }) ==
@@ -470,7 +736,7 @@ TEST_CASE("fidelity: --json writes the comparison atomically", "[fidelity]") {
   const ojson expected = fidelity_compare(json::parse(std::ifstream(opts.result_path)),
                                           load_reference_csv(opts.reference_path), opts);
   CHECK(written == expected);
-  CHECK(written["fidelity_version"] == 1);
+  CHECK(written["fidelity_version"] == 2);
   CHECK(written.begin().key() == "fidelity_version");  // ordered as documented
   CHECK(render_fidelity(written) == out.str());
 
@@ -522,7 +788,7 @@ TEST_CASE("fidelity: walbench compare --reference end to end", "[fidelity][cli]"
   Cli r = walbench_cli("compare '" + result + "' --reference '" + csv + "' --tie-pct 5 --json '" + json_out + "'", dir);
   CHECK(r.rc == 0);
   CHECK(r.err.empty());
-  CHECK(r.out.find("peaks matched:   4/4") != std::string::npos);
+  CHECK(r.out.find("peak distance:  4 of 4 curves scored") != std::string::npos);
   CHECK(fs::exists(json_out));
 
   // Mismatches are findings: still status 0.
@@ -530,7 +796,7 @@ TEST_CASE("fidelity: walbench compare --reference end to end", "[fidelity][cli]"
   cells[8]["summary"]["tps_median"] = 9000;
   r = walbench_cli("compare '" + dir.write("m.json", result_file(cells)) + "' --reference '" + csv + "'", dir);
   CHECK(r.rc == 0);
-  CHECK(r.out.find("mismatches (2):") != std::string::npos);
+  CHECK(r.out.find("mismatches (1):") != std::string::npos);
 
   check_one_line_error(walbench_cli("compare '" + result + "' --reference '" +
                                         dir.write("bad.csv", "variant,clients\na,1\n") + "'", dir),
@@ -542,6 +808,14 @@ TEST_CASE("fidelity: walbench compare --reference end to end", "[fidelity][cli]"
                        "compare: --reference compares one result file with a table");
   check_one_line_error(walbench_cli("compare '" + result + "' --reference '" + csv + "' --tie-pct 150", dir),
                        "--tie-pct");
+  check_one_line_error(
+      walbench_cli("compare '" + result + "' --reference '" + csv + "' --win-threshold-pct 100", dir),
+      "--win-threshold-pct");
+  check_one_line_error(walbench_cli("compare '" + result + "' --win-threshold-pct 20", dir),
+                       "compare: --win-threshold-pct needs --reference");
+  check_one_line_error(walbench_cli("compare '" + result + "' --reference '" + csv + "' --fitted-from '" +
+                                        dir.write("nofit.json", "{\"description\": \"x\"}") + "'", dir),
+                       "nofit.json: expected a config with a top-level \"fitted\" list (--fitted-from)");
 
   // The two-file compare still works.
   r = walbench_cli("compare '" + result + "' '" + result + "'", dir);
@@ -550,7 +824,8 @@ TEST_CASE("fidelity: walbench compare --reference end to end", "[fidelity][cli]"
 
   r = walbench_cli("compare --help", dir);
   CHECK(r.rc == 0);
-  for (const char* opt : {"--reference", "--fix", "--variant", "--baseline", "--tie-pct", "--json"}) {
+  for (const char* opt :
+       {"--reference", "--fix", "--variant", "--baseline", "--tie-pct", "--win-threshold-pct", "--fitted-from", "--json"}) {
     INFO(opt);
     CHECK(r.out.find(opt) != std::string::npos);
   }

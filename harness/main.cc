@@ -319,9 +319,24 @@ int real_main(int argc, char** argv) {
   CLI::Option* cmp_tie =
       compare
           ->add_option("--tie-pct", fid.tie_pct,
-                       "ratios within 1 +- this percentage are a tie (default 5)")
+                       "the result's tie band: a result ratio within 1 +- PCT% names no winner, so it "
+                       "cannot agree with a published winner (default 5)")
           ->check(CLI::Range(0.0, 99.999))
           ->type_name("PCT");
+  CLI::Option* cmp_win_threshold =
+      compare
+          ->add_option("--win-threshold-pct", fid.win_threshold_pct,
+                       "score winner agreement only where the published ratio is off 1 by more than "
+                       "PCT%; closer points are reported as published ties, not scored (default 10)")
+          ->check(CLI::Range(0.0, 99.999))
+          ->type_name("PCT");
+  CLI::Option* cmp_fitted_from =
+      compare
+          ->add_option("--fitted-from", fid.fitted_from,
+                       "take the fitted list (reference rows the config was set up from, shown but not "
+                       "scored) from CONFIG instead of the result's context.config, for result files "
+                       "written before configs had one")
+          ->type_name("CONFIG");
   compare->add_option("--json", fid.json_path, "also write the comparison as JSON (atomically)")
       ->type_name("FILE");
   compare->footer(
@@ -340,7 +355,9 @@ int real_main(int argc, char** argv) {
       "nothing paired; 2 bad input, an unknown KEY or two cells of one file with the same setup.\n"
       "With --reference, cells match rows by label (or --variant), clients and the matrix keys "
       "named like the other CSV columns (workload.record_size -> record_size); absolute tps are "
-      "shown, not scored. Exit status: 0 the comparison was made (mismatches are findings); 2 bad "
+      "shown, not scored, and so are the points the config was fitted to (its \"fitted\" list). "
+      "Scored: peak distance, ratio errors, and winners where the published ratio is off 1 by more "
+      "than --win-threshold-pct. Exit status: 0 the comparison was made (mismatches are findings); 2 bad "
       "input or no overlapping cells.");
 
   // calibrate
@@ -404,7 +421,7 @@ int real_main(int argc, char** argv) {
   }
   if (*compare) {
     if (cmp_ref->count() == 0) {
-      for (const CLI::Option* o : {cmp_fix, cmp_variant, cmp_baseline, cmp_tie})
+      for (const CLI::Option* o : {cmp_fix, cmp_variant, cmp_baseline, cmp_tie, cmp_win_threshold, cmp_fitted_from})
         if (o->count() > 0)
           return fail("compare: " + o->get_name() + " needs --reference (see walbench compare --help)");
       if (cmp_new.empty())

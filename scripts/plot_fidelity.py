@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""Plot a simulated result against a published table: one panel per record size, tps of each
-variant against clients (log2 x axis), the published curve solid, the simulated one dashed,
-each normalised to its own 1-client (or smallest common client count) tps, so the shapes can be
+"""Plot a simulated result against a published table: one panel per series (record size), tps of
+each variant against clients (log2 x axis), the published curve solid, the simulated one dashed,
+each normalised to its own tps at the smallest common client count, so the shapes can be
 compared while the absolute numbers of a real PostgreSQL and of the model differ.
 
-    scripts/plot_fidelity.py RESULT.json REFERENCE.csv OUT.png [--sizes 16,1024,16384]
-                             [--raw] [--title TEXT]
+    scripts/plot_fidelity.py COMPARISON.json OUT.png [--sizes 16,1024,16384] [--raw] [--title TEXT]
+    scripts/plot_fidelity.py RESULT.json REFERENCE.csv OUT.png [--sizes ...] [--raw] [--title TEXT]
 
+COMPARISON.json is what `walbench compare RESULT --reference CSV --json COMPARISON.json` writes
+(fidelity_version 2, harness/RESULTS.md): it plots the client counts both sides have, with the
+--fix slice and --variant renames of that comparison, and draws fitted points (reference rows the
+config was set up from, not scored) as open markers. RESULT.json REFERENCE.csv plots the raw
+files instead, every client count of each side (tables with a record_size column and no other).
 --raw plots tps as measured instead of normalised. Needs python3-matplotlib (Debian).
 """
 import argparse
@@ -14,6 +19,8 @@ import csv
 import json
 import sys
 from collections import defaultdict
+
+FIDELITY_VERSION = 2
 
 
 def load_reference(path):
@@ -37,54 +44,103 @@ def load_result(path):
     return series
 
 
+def panels_from_files(result, reference):
+    """[(title, [(variant, published {clients: tps}, simulated {clients: tps}, fitted set)])]"""
+    ref = load_reference(reference)
+    sim = load_result(result)
+    sizes = sorted({s for (_, s) in ref}, key=lambda s: int(s) if s.isdigit() else 0)
+    variants = sorted({v for (v, _) in ref})
+    panels = []
+    for size in sizes:
+        curves = []
+        for v in variants:
+            pub, res = ref.get((v, size), {}), sim.get((v, size), {})
+            if set(pub) & set(res):
+                curves.append((v, pub, res, set()))
+        panels.append((size, f"{size} B" if size else "", curves))
+    return panels
+
+
+def panels_from_comparison(doc, path):
+    if not isinstance(doc, dict) or doc.get("fidelity_version") != FIDELITY_VERSION:
+        sys.exit(f"{path}: expected a comparison of fidelity_version {FIDELITY_VERSION} "
+                 f"(walbench compare --reference --json), found "
+                 f"{doc.get('fidelity_version') if isinstance(doc, dict) else 'no object'}")
+    panels = []
+    for s in doc["series"]:
+        size = s["values"].get("record_size", "")
+        title = f"{size} B" if size and len(s["values"]) == 1 else s["name"]
+        curves = []
+        for c in s["curves"]:
+            pub = {p["clients"]: p["reference_tps"] for p in c["points"]}
+            res = {p["clients"]: p["result_tps"] for p in c["points"]}
+            fitted = {p["clients"] for p in c["points"] if p["fitted"]}
+            curves.append((c["variant"], pub, res, fitted))
+        panels.append((size, title, curves))
+    return panels
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("result")
-    ap.add_argument("reference")
-    ap.add_argument("out")
+    ap.add_argument("inputs", nargs="+", metavar="FILE",
+                    help="COMPARISON.json OUT.png, or RESULT.json REFERENCE.csv OUT.png")
     ap.add_argument("--sizes", help="comma-separated record sizes to plot (default: all)")
     ap.add_argument("--raw", action="store_true", help="absolute tps, not normalised")
     ap.add_argument("--title", default="")
     args = ap.parse_args()
+
+    if len(args.inputs) == 2:
+        with open(args.inputs[0]) as f:
+            panels = panels_from_comparison(json.load(f), args.inputs[0])
+        source = args.inputs[0]
+    elif len(args.inputs) == 3:
+        panels = panels_from_files(args.inputs[0], args.inputs[1])
+        source = f"{args.inputs[0]} and {args.inputs[1]}"
+    else:
+        ap.error("expected COMPARISON.json OUT.png, or RESULT.json REFERENCE.csv OUT.png")
+    out = args.inputs[-1]
+    if args.sizes:
+        wanted = args.sizes.split(",")
+        panels = [p for p in panels if p[0] in wanted]
+    panels = [p for p in panels if p[2]]
+    if not panels:
+        sys.exit(f"{source}: no series with a point on both sides" + (" among --sizes" if args.sizes else ""))
 
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ref = load_reference(args.reference)
-    sim = load_result(args.result)
-    sizes = sorted({s for (_, s) in ref}, key=lambda s: int(s) if s.isdigit() else 0)
-    if args.sizes:
-        sizes = [s for s in args.sizes.split(",") if s in sizes]
-    variants = sorted({v for (v, _) in ref})
-    if not sizes or not any((v, s) in sim for v in variants for s in sizes):
-        sys.exit(f"{args.result}: no cell matches a variant and size of {args.reference}")
-
-    fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, size in zip(axes[0], sizes):
-        for i, v in enumerate(variants):
-            for src, data, style in (("published", ref, "-"), ("simulated", sim, "--")):
-                pts = data.get((v, size), {})
-                common = sorted(set(pts) & set(ref.get((v, size), {})) & set(sim.get((v, size), {})))
-                if not common:
-                    continue
-                base = 1.0 if args.raw else pts[common[0]]
+    any_fitted = False
+    for ax, (_, title, curves) in zip(axes[0], panels):
+        for i, (v, pub, res, fitted) in enumerate(curves):
+            base_clients = min(set(pub) & set(res))
+            color = colors[i % len(colors)]
+            for src, pts, style in (("published", pub, "-"), ("simulated", res, "--")):
+                base = 1.0 if args.raw else pts[base_clients]
                 xs = sorted(pts)
-                ax.plot(xs, [pts[x] / base for x in xs], style, marker="o", ms=3,
-                        color=colors[i % len(colors)], label=f"{v} ({src})")
+                ax.plot(xs, [pts[x] / base for x in xs], style, marker="o", ms=3, color=color,
+                        label=f"{v} ({src})")
+                fx = [x for x in xs if x in fitted]
+                if fx:
+                    any_fitted = True
+                    ax.plot(fx, [pts[x] / base for x in fx], "o", ms=7, mfc="none", color=color)
         ax.set_xscale("log", base=2)
-        ax.set_title(f"{size} B" if size else "")
+        ax.set_title(title)
         ax.set_xlabel("clients")
-        ax.set_ylabel("tps" if args.raw else "tps / tps at fewest clients")
+        ax.set_ylabel("tps" if args.raw else "tps / tps at fewest common clients")
         ax.grid(True, alpha=0.3)
     axes[0][0].legend(fontsize=7)
-    if args.title:
-        fig.suptitle(args.title)
+    title = args.title
+    if any_fitted:
+        title = (title + "\n" if title else "") + "open circles: fitted points (the config was set up from them; not scored)"
+    if title:
+        fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(args.out, dpi=110)
-    print(f"wrote {args.out}")
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

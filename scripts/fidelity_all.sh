@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Regenerates results/fidelity/: for each simulated result file, `walbench compare --reference`
+# against the published table its config reproduces, as text (<table>.txt, what the command
+# prints), JSON (<table>.json, harness/RESULTS.md "Fidelity comparison files") and a plot
+# (<table>.png, scripts/plot_fidelity.py).
+#
+# Usage: scripts/fidelity_all.sh [RESULT.json ...]
+#   default: every results/*-sim-*.json. Run from anywhere; paths are relative to the repo.
+#   WALBENCH=path/to/walbench to use another binary (default build/release/walbench).
+#
+# The table is found from the result's config file (context.config_files): configs/sim-NAME.json
+# reproduces ../shared/reference/NAME.csv. Options per table are below. Result files written
+# before configs had a `fitted` list get it from their config file (--fitted-from); a result that
+# records its own list in context.config is compared with that one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+walbench=${WALBENCH:-build/release/walbench}
+python=/usr/bin/python3
+out_dir=results/fidelity
+[[ -x $walbench ]] || { echo "fidelity_all: no $walbench; build it (cmake --build --preset release --target walbench)" >&2; exit 2; }
+
+if (($# == 0)); then
+  shopt -s nullglob
+  set -- results/*-sim-*.json
+  (($# > 0)) || { echo "fidelity_all: no results/*-sim-*.json" >&2; exit 2; }
+fi
+mkdir -p "$out_dir"
+
+# The one config file a result was run from: context.config_files, or, for a file without that
+# key, configs/sim-NAME.json from a name ending in -sim-NAME.json ("" when there is no one file).
+config_of() {
+  "$python" -c 'import json, os, re, sys
+context = json.load(open(sys.argv[1]))["context"]
+if "config_files" in context:
+    files = context["config_files"]
+    print(files[0] if len(files) == 1 else "")
+else:
+    m = re.search(r"-(sim-.+?)(-[0-9]+)?\.json$", os.path.basename(sys.argv[1]))
+    print(f"configs/{m.group(1)}.json" if m else "")' "$1"
+}
+# Whether the result records a fitted list in context.config.
+records_fitted() {
+  "$python" -c 'import json, sys
+c = json.load(open(sys.argv[1]))["context"].get("config")
+configs = c if isinstance(c, list) else [c]
+sys.exit(0 if any(isinstance(x, dict) and "fitted" in x for x in configs) else 1)' "$1"
+}
+
+status=0
+for result in "$@"; do
+  config=$(config_of "$result")
+  name=$(basename "${config:-none}" .json)
+  table=${name#sim-}
+  reference=../shared/reference/$table.csv
+  if [[ -z $config || $name != sim-* || ! -f $reference ]]; then
+    echo "fidelity_all: $result: its config (${config:-none}) is not configs/sim-NAME.json with a ../shared/reference/NAME.csv; skipped" >&2
+    status=1
+    continue
+  fi
+  options=()
+  plot_options=()
+  case $table in
+    insert-locks-fsync-off | insert-locks-64vcpu-disk) plot_options=(--sizes 16,1024,16384) ;;
+    xloginsert-scale-32core) options=(--fix tables=permanent) ;;  # only permanent tables are modelled
+  esac
+  if ! records_fitted "$result"; then
+    if [[ -f $config ]]; then
+      options+=(--fitted-from "$config")
+    else
+      echo "fidelity_all: $result: no fitted list recorded and no $config to take one from" >&2
+    fi
+  fi
+  echo "== $result vs $reference ${options[*]}"
+  "$walbench" compare "$result" --reference "$reference" "${options[@]}" --json "$out_dir/$table.json" \
+    >"$out_dir/$table.txt"
+  "$python" scripts/plot_fidelity.py "$out_dir/$table.json" "$out_dir/$table.png" "${plot_options[@]}"
+done
+exit $status
