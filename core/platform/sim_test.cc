@@ -595,17 +595,18 @@ TEST_CASE("sim: more clients than cores time-slice", "[sim]") {
   CHECK(alone.finished == V{2001200, 2001200});
   CHECK(alone.out.now_ns == 2001200);
   // Two clients per CPU, 0.5 ms slices: each CPU alternates its two clients, every slice
-  // starting with a 1200 ns dispatch. Clients 0/1 run [1200, 501200], then 2/3 run
-  // [502400, 1002400], then 0/1 [1003600, 1503600], ... Each client needs 4 slices: 0/1
-  // finish at the end of the 7th slice of their CPU (1200 + 6 * 501200 + 500000), 2/3 at the
-  // end of the 8th; the first six slices of each CPU end in a preemption (the 7th ends with the
-  // client finishing, the 8th with an empty run queue).
+  // starting with a 1200 ns dispatch: clients 0/1 run [1200, 501200], 2/3 [502400, 1002400],
+  // 0/1 [1003600, 1503600], ... Each slice's fifth work(100 us) ends exactly at the slice end, so
+  // the client is preempted in that very operation: 8 preemptions per CPU, the last slice of
+  // clients 0/1 included (2/3 are waiting), though it was their last work. 2/3's last slice
+  // ends at 8 x 501200 = 4009600 and is preempted too (0/1 are waiting to return); 0/1 get a 9th
+  // dispatch just to return (4010800), then 2/3 a 10th (4012000).
   const auto shared = run(4, 2);
-  CHECK(shared.out.counters.dispatches == 16);
-  CHECK(shared.out.counters.preemptions == 12);
+  CHECK(shared.out.counters.dispatches == 20);
+  CHECK(shared.out.counters.preemptions == 16);
   CHECK(shared.first_run == V{1200, 1200, 502400, 502400});
-  CHECK(shared.finished == V{3508400, 3508400, 4009600, 4009600});
-  CHECK(shared.out.now_ns == 4009600);  // 8 ms of CPU on 2 CPUs + 8 dispatches per CPU
+  CHECK(shared.finished == V{4010800, 4010800, 4012000, 4012000});
+  CHECK(shared.out.now_ns == 4012000);
 }
 
 TEST_CASE("sim: stop flag at a virtual instant, time limit, continue, unwind", "[sim]") {
