@@ -18,15 +18,23 @@
 //                sleep_slack_ns (nanosleep(1 us) overshoot)
 //   bandwidth    copy_bytes_per_ns (memcpy of 8 MiB blocks in 64 MiB rings, one core),
 //                memory_bandwidth_bytes_per_ns (every CPU copying at once, aggregate),
-//                crc_bytes_per_ns (the model's CRC-32C, ISA-L, on cache-resident data)
+//                crc_bytes_per_ns (PostgreSQL's CRC-32C loop, pg_comp_crc32c_sse42's shape: one
+//                crc32q per 8 bytes, on cache-resident data; the model's own ISA-L CRC is
+//                printed beside it, not used: it runs several times faster than PostgreSQL's loop)
 //   storage      with a directory: syscall_ns (an 8-byte pwrite), storage_write_bytes_per_ns
 //                (large sequential pwrites then fdatasync), fsync_ns (8 KiB pwrite + fdatasync
 //                in a preallocated file, like a WAL segment); the temporary file is removed
 //   Figures are converted to the sim's accounting where the sim charges several parameters for
-//   one real event (NB: must match Simulation::sem_post, op_sleep, op_storage_write and
-//   op_storage_sync in core/platform/sim.cc): e.g. the sim's wake-to-run is line transfer +
-//   rmw_extra + semaphore_wake_ns + context_switch_ns, so semaphore_wake_ns is the measured
-//   wake-to-run minus the others. Each conversion is spelled out in the file's "sources".
+//   one real event (calibrate_preset.h lists each sum; NB: must match Simulation::sem_post,
+//   op_sleep and op_storage_sync in core/platform/sim.cc): e.g. the sim's wake-to-run is line
+//   transfer + rmw_extra + semaphore_wake_ns + context_switch_ns, so semaphore_wake_ns is the
+//   measured wake-to-run minus the others. Each conversion is spelled out in the file's
+//   "sources".
+//
+// FILES: calibrate_topology (sysfs), calibrate_cpu (lines, one core, memory, copy, CRC),
+// calibrate_os (context switch, semaphore wake-up, sleep), calibrate_storage (pwrite, fdatasync),
+// calibrate_probe (clock, pinning, statistics), calibrate_preset (conversions, the file),
+// calibrate.cc (the order of the measurements and the CPUs they run on; the CLI).
 //   Everything else (time_slice_ns, wake_jitter, smt_work_factor, the simulator's own knobs)
 //   keeps SimConfig's default, and "sources" says so.
 //

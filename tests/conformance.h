@@ -39,6 +39,7 @@ inline std::vector<Variant> all_variants() {
           for (int n : {1, 8})
             v.push_back({s.name, {{"num_locks", n}, {"insertingat", ia}, {"prev_link", pl}}});
       v.push_back({s.name, {{"num_locks", 8}, {"lock_choice", "random_stride"}, {"prev_link", "next_header"}}});
+      v.push_back({s.name, nlohmann::json::object()});  // the defaults: what a config gets
     } else {
       v.push_back({s.name, nlohmann::json::object()});
     }

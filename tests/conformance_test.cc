@@ -19,6 +19,25 @@ using namespace walbench;
 using namespace walbench::conformance;
 
 
+TEST_CASE("the conformance list runs every strategy's default parameters", "[conformance]") {
+  // A config that names a strategy without params gets its defaults: that combination, above
+  // all, must be among the variants the suites run.
+  const std::vector<Variant> variants = all_variants();
+  for (const StrategyInfo& s : strategies()) {
+    INFO(s.name);
+    nlohmann::json defaults = nlohmann::json::object();
+    for (const ParamSpec& p : s.params) defaults[p.name] = p.default_value;
+    bool found = false;
+    for (const Variant& v : variants) {
+      if (v.strategy != s.name) continue;
+      nlohmann::json filled = defaults;
+      for (auto it = v.params.begin(); it != v.params.end(); ++it) filled[it.key()] = it.value();
+      found = found || filled == defaults;
+    }
+    CHECK(found);
+  }
+}
+
 TEST_CASE("every strategy passes the verifier under stress", "[conformance]") {
   const auto dir = scratch_dir("walbench-conformance");
   for (const Variant& v : all_variants()) {

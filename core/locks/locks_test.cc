@@ -229,7 +229,8 @@ std::pair<int, std::string> run_in_child(const std::function<void()>& f) {
 
 bool aborted(int status) { return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT; }
 
-const LockStats& stats(Procs& procs, int32_t i) { return procs[i].stats.of(kT); }
+template <class P>
+const LockStats& stats(ProcTable<P>& procs, int32_t i) { return procs[i].stats.of(kT); }
 
 LockStats total(Procs& procs) { return procs.total_stats().locks[static_cast<size_t>(kT)]; }
 
@@ -251,6 +252,29 @@ struct HookPlatform : ThreadsPlatform {
 };
 static_assert(Platform<HookPlatform>);
 using HP = HookPlatform;
+
+// Sync points through the platform for tests that must wait until a thread is observably stuck
+// in the lock code (spinning on a word, sleeping in the backoff) rather than sleeping a while and
+// hoping it got there: every P::spin_delay and P::sleep_ns of the lock code is counted. One test
+// at a time uses it; reset() first.
+struct CountingPlatform : ThreadsPlatform {
+  static inline std::atomic<uint64_t> spin_delays{0};
+  static inline std::atomic<uint64_t> sleeps{0};
+  static void reset() {
+    spin_delays.store(0);
+    sleeps.store(0);
+  }
+  static void spin_delay() {
+    spin_delays.fetch_add(1, std::memory_order_relaxed);
+    ThreadsPlatform::spin_delay();
+  }
+  static void sleep_ns(uint64_t ns) {
+    sleeps.fetch_add(1);
+    ThreadsPlatform::sleep_ns(ns);
+  }
+};
+static_assert(Platform<CountingPlatform>);
+using CP = CountingPlatform;
 
 // WALBENCH_TEST_VERBOSE=1 prints the statistics of the stress tests (to size them).
 void report(const char* what, const LockStats& s) {
@@ -323,15 +347,17 @@ TEST_CASE("spinlock: try_acquire", "[locks][spinlock]") {
 
 TEST_CASE("spinlock: a long hold makes the waiter spin, then sleep with its wait event set",
           "[locks][spinlock]") {
-  // PostgreSQL's real delays (1 ms first sleep): the holder keeps the lock ~30 ms after it saw
-  // the waiter asleep, so the waiter must sleep at least twice.
-  Procs procs(2, 7);
-  SpinLock<TP> lock(kT);
+  // PostgreSQL's real delays (1 ms first sleep, then 1-2x the previous one): the holder keeps
+  // the lock until it saw the waiter enter its second sleep, so the waiter sleeps at least twice
+  // and waits at least 2 ms.
+  CP::reset();
+  ProcTable<CP> procs(2, 7);
+  SpinLock<CP> lock(kT);
   lock.acquire(procs[0]);
   std::atomic<int32_t> spd_before{0}, spd_after{0};
   Threads th;
   th.spawn([&] {
-    Proc<TP>& me = procs[1];
+    Proc<CP>& me = procs[1];
     spd_before.store(lock_local(me).spins_per_delay);
     lock.acquire(me);
     spd_after.store(lock_local(me).spins_per_delay);
@@ -339,7 +365,7 @@ TEST_CASE("spinlock: a long hold makes the waiter spin, then sleep with its wait
   });
   // The waiter publishes the tranche only while sleeping in the backoff.
   REQUIRE(eventually([&] { return procs[1].wait_event.load() == static_cast<uint32_t>(kT); }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  REQUIRE(eventually([&] { return CP::sleeps.load() >= 2; }));
   lock.release();
   th.join();
 
@@ -351,7 +377,8 @@ TEST_CASE("spinlock: a long hold makes the waiter spin, then sleep with its wait
   // Every sleep comes after exactly spins_per_delay failed tries; fewer than that follow the last.
   REQUIRE(s.spins >= spd * s.sleeps);
   REQUIRE(s.spins < spd * (s.sleeps + 1));
-  REQUIRE(s.wait_ns >= 30'000'000);
+  REQUIRE(CP::sleeps.load() == s.sleeps);  // every counted sleep was the waiter's backoff
+  REQUIRE(s.wait_ns >= 2'000'000);
   // It slept, so finish_spin_delay lowered spins_per_delay by one (floor 10).
   REQUIRE(spd_after.load() == std::max(spd_before.load() - 1, kMinSpinsPerDelay));
   REQUIRE(procs[1].wait_event.load() == 0);
@@ -978,15 +1005,16 @@ TEST_CASE("lwlock var: update_var takes the wait-list lock unless fast path and 
           "[locks][lwlock][var]") {
   for (VarProtocol form : kAllForms) {
     DYNAMIC_SECTION("form " << var_protocol_name(form)) {
-      Procs procs(2, 1);  // 0 holder, 1 observer (holds the wait-list lock)
-      Lw lock(&procs, kT, kFastDelays);
-      LockVar<TP> var;
+      CP::reset();
+      ProcTable<CP> procs(2, 1);  // 0 holder, 1 observer (holds the wait-list lock)
+      LWLock<CP> lock(&procs, kT, kFastDelays);
+      LockVar<CP> var;
       Watchdog wd("update_var fast path");
       std::atomic<int> phase{0};
       Gate go, finish;
       Threads th;
       th.spawn([&] {
-        Proc<TP>& me = procs[0];
+        Proc<CP>& me = procs[0];
         lock.acquire(me, kLwExclusive);
         phase.store(1);
         go.wait();
@@ -996,7 +1024,8 @@ TEST_CASE("lwlock var: update_var takes the wait-list lock unless fast path and 
         lock.release_clear_var(me, form, var, 0);
       });
       REQUIRE(eventually([&] { return phase.load() == 1; }));
-      REQUIRE((lock.debug_state() & Lw::kFlagHasWaiters) == 0);
+      REQUIRE((lock.debug_state() & LWLock<CP>::kFlagHasWaiters) == 0);
+      REQUIRE(CP::spin_delays.load() == 0);
       Access::lock_wait_list(lock, procs[1]);
       go.open();
       if (form == VarProtocol::kAtomicFastPath) {
@@ -1004,16 +1033,21 @@ TEST_CASE("lwlock var: update_var takes the wait-list lock unless fast path and 
         REQUIRE(eventually([&] { return phase.load() == 2; }));
         REQUIRE(var.atomic_value.load() == 42);
       } else {
-        // Without the fast path it cannot finish while we hold the wait-list lock.
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        // Without the fast path it cannot finish while we hold the wait-list lock: once it has
+        // spun on that lock long enough to back off into a sleep, it is still before the update.
+        REQUIRE(eventually([&] { return CP::sleeps.load() >= 1; }));
+        REQUIRE(CP::spin_delays.load() > 0);
         REQUIRE(phase.load() == 1);
+        // waitlist sets the value under the wait-list lock; atomic (PG 17) publishes it first
+        // and takes the wait-list lock only to wake waiters.
+        REQUIRE(var.owner_read(form) == (form == VarProtocol::kWaitList ? 0u : 42u));
       }
       Access::unlock_wait_list(lock);
       REQUIRE(eventually([&] { return phase.load() == 2; }));
       REQUIRE(var.owner_read(form) == 42);
       finish.open();
       th.join();
-      REQUIRE(lock.debug_state() == kFree);
+      REQUIRE(lock.debug_state() == LWLock<CP>::kFlagReleaseOk);
     }
   }
 }

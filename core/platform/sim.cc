@@ -1017,9 +1017,10 @@ uint64_t Simulation::write_latency(uint32_t line, uint32_t c) {
 // =============================================================================================
 inline void Simulation::sync(Fiber& f) {
   if (f.clock >= f.slice_end) slice_expired(f);
-  // A running fiber wins ties: it was resumed from the earliest event and everything pushed
-  // since carries a later sequence number.
-  if (f.clock > next_time_) yield_ready(f);
+  // Ties by sequence number, the running fiber included: this P operation is ordered as an event
+  // created now (it would get the next number), so an event already pending at the same
+  // nanosecond was created earlier and goes first. yield_ready queues exactly that event.
+  if (f.clock >= next_time_) yield_ready(f);
 }
 
 void Simulation::yield_ready(Fiber& f) {

@@ -14,9 +14,12 @@
 //   (time, sequence number) and always resumes the earliest event; the sequence number breaks
 //   ties, so a run is a pure function of (config, seed, fiber bodies): bit-identical everywhere.
 //   A fiber runs on the real CPU until it is about to touch shared state (a P::Atomic,
-//   P::Shared, P::Semaphore) while another fiber's event is earlier; then it yields. Hence every
-//   shared access executes when its fiber's clock is the global minimum: the simulated execution
-//   is a sequentially consistent interleaving ordered by virtual time. Costs are charged after the
+//   P::Shared, P::Semaphore) while another event is earlier or at the same nanosecond; then it
+//   yields. The running fiber gets no privilege: its next P operation is ordered like an event
+//   created at that moment (the next sequence number), so anything already pending at the same
+//   time (an `at` callback, a fiber woken or dispatched for then) goes first. Hence every
+//   shared access executes when its fiber's (clock, sequence number) is the global minimum: the
+//   simulated execution is a sequentially consistent interleaving ordered by virtual time. Costs are charged after the
 //   access (the access takes effect at its start time; its cost delays the caller). Code that does
 //   no P operation never yields: every loop must contain one (a spin loop needs P::spin_delay or a
 //   load; an endless loop of plain C++ hangs the simulation like it would hang a real CPU).
@@ -302,8 +305,10 @@ class Simulation {
   // A fiber that runs body; it becomes runnable at the current virtual time (0 before the first
   // run()). May be called before run(), from a fiber, or from an `at` callback. Returns its index.
   size_t spawn(std::function<void()> body, std::string name);
-  // Call fn in scheduler context when virtual time reaches ns (before fibers at the same time
-  // resume, if it was registered first). fn must not block; it may spawn, write P objects, post.
+  // Call fn in scheduler context when virtual time reaches ns. Ties at ns go by sequence number:
+  // fn runs before every fiber event at ns queued after it, and a fiber that runs into ns (its
+  // next P operation at clock ns) yields to it. fn must not block; it may spawn, write P
+  // objects, post.
   void at(uint64_t ns, std::function<void()> fn);
   // The harness's stop flag: the same as at().
   void request_stop_at(uint64_t ns, std::function<void()> at_stop) { at(ns, std::move(at_stop)); }

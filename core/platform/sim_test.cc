@@ -94,6 +94,52 @@ TEST_CASE("sim: fibers interleave by virtual clock", "[sim]") {
   for (int i = 0; i < 3; ++i) CHECK(sim.fiber_clock(static_cast<size_t>(i)) == cs + 10 * step[i]);
 }
 
+TEST_CASE("sim: ties at the same nanosecond go by sequence number, the running fiber too",
+          "[sim]") {
+  SECTION("an `at` callback registered earlier runs before a fiber's access at that instant") {
+    // The fiber is dispatched at 0 and runs from context_switch_ns = 1200; after 800 ns of work
+    // its load happens at 2000, exactly when the callback is due. The callback was queued first,
+    // so the load sees its store.
+    Simulation sim(small_machine(2, 1, SimPlacement::kCompact), 1);
+    OwnLine<SP::Atomic<int>> flag;
+    int seen = -1;
+    uint64_t loaded_at = 0;
+    sim.spawn([&] {
+      SP::work(800);
+      loaded_at = SP::now_ns();
+      seen = flag.v.load();
+    }, "reader");
+    sim.at(2000, [&] { flag.v.store(1); });
+    REQUIRE(sim.run().finished());
+    CHECK(loaded_at == 2000);
+    CHECK(seen == 1);
+  }
+  SECTION("a fiber that runs into another fiber's pending instant yields to it") {
+    // Both fibers are dispatched at 0 and run from 1200; each works 100 ns, so both reach their
+    // access at 1300. The writer was spawned first: its event at 1300 is queued (it yielded to
+    // the reader's event at 1200) before the reader arrives at 1300, so the write goes first and
+    // the reader, though it could just continue, must see it.
+    Simulation sim(small_machine(2, 1, SimPlacement::kCompact), 1);
+    OwnLine<SP::Atomic<int>> x;
+    int seen = -1;
+    uint64_t writer_at = 0, reader_at = 0;
+    sim.spawn([&] {
+      SP::work(100);
+      writer_at = SP::now_ns();
+      x.v.store(1);
+    }, "writer");
+    sim.spawn([&] {
+      SP::work(100);
+      reader_at = SP::now_ns();
+      seen = x.v.load();
+    }, "reader");
+    REQUIRE(sim.run().finished());
+    CHECK(writer_at == 1300);
+    CHECK(reader_at == 1300);
+    CHECK(seen == 1);
+  }
+}
+
 TEST_CASE("sim: exact cost of line transfers and RMW serialization", "[sim]") {
   // 4 cores on 2 sockets: compact puts the first two fibers on cores 0 and 1 (socket 0), spread
   // on cores 0 and 2 (sockets 0 and 1).
@@ -540,19 +586,27 @@ TEST_CASE("sim: more clients than cores time-slice", "[sim]") {
     };
     return R{out, first_run, finished};
   };
+  using V = std::vector<uint64_t>;
+  // One client per CPU: dispatched at 0 (context switch 1200 ns), 2 ms of work, never preempted.
   const auto alone = run(2, 2);
   CHECK(alone.out.counters.preemptions == 0);
-  CHECK(alone.out.now_ns == alone.out.fibers * 0 + 1200 + 2000000);
+  CHECK(alone.out.counters.dispatches == 2);
+  CHECK(alone.first_run == V{1200, 1200});
+  CHECK(alone.finished == V{2001200, 2001200});
+  CHECK(alone.out.now_ns == 2001200);
+  // Two clients per CPU, 0.5 ms slices: each CPU alternates its two clients, every slice
+  // starting with a 1200 ns dispatch: clients 0/1 run [1200, 501200], 2/3 [502400, 1002400],
+  // 0/1 [1003600, 1503600], ... Each slice's fifth work(100 us) ends exactly at the slice end, so
+  // the client is preempted in that very operation: 8 preemptions per CPU, the last slice of
+  // clients 0/1 included (2/3 are waiting), though it was their last work. 2/3's last slice
+  // ends at 8 x 501200 = 4009600 and is preempted too (0/1 are waiting to return); 0/1 get a 9th
+  // dispatch just to return (4010800), then 2/3 a 10th (4012000).
   const auto shared = run(4, 2);
-  CHECK(shared.out.counters.preemptions > 0);
-  // Clients 2 and 3 waited in the run queue but got a CPU after one slice, long before the first
-  // two finished: time slicing, not run-to-completion.
-  CHECK(shared.first_run[2] <= 500000 + 2 * 1200);
-  CHECK(shared.first_run[3] <= 500000 + 2 * 1200);
-  CHECK(shared.finished[0] > shared.first_run[2]);
-  // 8 ms of CPU on 2 CPUs: 4 ms plus the context switches.
-  CHECK(shared.out.now_ns >= 4000000);
-  CHECK(shared.out.now_ns <= 4000000 + shared.out.counters.dispatches * 1200);
+  CHECK(shared.out.counters.dispatches == 20);
+  CHECK(shared.out.counters.preemptions == 16);
+  CHECK(shared.first_run == V{1200, 1200, 502400, 502400});
+  CHECK(shared.finished == V{4010800, 4010800, 4012000, 4012000});
+  CHECK(shared.out.now_ns == 4012000);
 }
 
 TEST_CASE("sim: stop flag at a virtual instant, time limit, continue, unwind", "[sim]") {

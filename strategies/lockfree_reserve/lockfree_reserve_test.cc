@@ -28,6 +28,17 @@ using TP = ThreadsPlatform;
 template <bool kOffset>
 using Table = PrevLinkTable<TP, kOffset>;
 
+// Counts the spin-wait hints of the code under test: a test waits until a client has observably
+// spun (instead of sleeping and hoping it got there). One test at a time uses it.
+struct CountingPlatform : ThreadsPlatform {
+  static inline std::atomic<uint64_t> spin_delays{0};
+  static void spin_delay() {
+    spin_delays.fetch_add(1, std::memory_order_relaxed);
+    ThreadsPlatform::spin_delay();
+  }
+};
+static_assert(Platform<CountingPlatform>);
+
 uint32_t constant_hash(uint32_t) { return 0; }
 
 // Three hash classes for the swap tests, with a 16-entry table (4 buckets of 4):
@@ -173,7 +184,8 @@ TEMPLATE_TEST_CASE("link table: the wait loop swaps at random when its candidate
 TEMPLATE_TEST_CASE("link table: a client whose candidates stay full carries what it swapped out",
                    "[lockfree]", std::false_type, std::true_type) {
   constexpr bool kOffset = TestType::value;
-  Table<kOffset> t(16, &class_hash);
+  using CP = CountingPlatform;
+  PrevLinkTable<CP, kOffset> t(16, &class_hash);
   // Its predecessor's link lies in bucket 2; eight links of other clients fill both of its own
   // buckets (0 and 1) and have the same candidates, so every swap hands back a link that cannot
   // go anywhere else: the client must keep it, spinning, until a consumer frees an entry.
@@ -183,14 +195,20 @@ TEMPLATE_TEST_CASE("link table: a client whose candidates stay full carries what
     others.push_back({BytePos{k}, BytePos{k - 8 - (k % 3) * 8}});
     REQUIRE(t.try_insert(others.back()));
   }
-  ProcTable<TP> procs(1, 11);
-  typename Table<kOffset>::Outcome o;
+  ProcTable<CP> procs(1, 11);
+  typename PrevLinkTable<CP, kOffset>::Outcome o;
   std::atomic<bool> done{false};
+  CP::spin_delays.store(0);
   std::thread client([&] {
     o = t.exchange(procs[0], BytePos{2000}, BytePos{2100}, true);
     done = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let it spin and swap
+  // Wait until it has spun many times on its full candidates: it cannot finish by itself.
+  constexpr uint64_t kSpins = 10000;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (CP::spin_delays.load() < kSpins && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  REQUIRE(CP::spin_delays.load() >= kSpins);
   CHECK_FALSE(done.load());
   // Consume the other links in whatever order they can be found (one may be in the client's
   // hands at any moment).
@@ -209,8 +227,12 @@ TEMPLATE_TEST_CASE("link table: a client whose candidates stay full carries what
   client.join();
   CHECK(o.prev == BytePos{1900});
   CHECK(o.waited);
+  CHECK(o.swaps >= 1);
+  CHECK(procs[0].stats.of(WaitEvent::kPrevLinkWait).spins >= kSpins);
   CHECK(t.occupied() == 1);
-  CHECK(consume_or_fail(t, 2100) == BytePos{2000});
+  BytePos prev{~uint64_t{0}};
+  REQUIRE(t.try_consume(BytePos{2100}, &prev));
+  CHECK(prev == BytePos{2000});
 }
 
 TEST_CASE("link table, 32-bit mode: the verification word and the distance", "[lockfree]") {

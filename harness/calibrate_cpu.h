@@ -1,0 +1,54 @@
+// What `walbench calibrate` measures of the processor and its memory (harness/calibrate.h):
+// cache-line transfers between cores, the costs of one core's hit / locked RMW / fence / pause,
+// DRAM latency, copy bandwidth of one core and of all at once, and the CRC-32C rate.
+//
+// CRC: SimConfig::crc_bytes_per_ns is the CPU time the modelled PostgreSQL spends on a record's
+// CRC, and PostgreSQL computes it with pg_comp_crc32c_sse42 (one crc32q per 8 bytes: a
+// dependent chain of the instruction's latency), not with the ISA-L routine the model uses to
+// produce and check real CRCs (interleaved streams: 101 against 10.7 bytes/ns side by side on
+// the development VM, 2026-12-01). So the figure is
+// crc32c_sse42_loop's rate: the same instruction loop, written here. crc_rate_model() measures
+// the model's ISA-L CRC too, printed for comparison only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace walbench::calibration {
+
+// Cache-line ping-pong between two pinned threads, as nviennot/core-to-core-latency: each
+// thread compare-and-swaps the line from the other's value to its own, so every successful CAS
+// moved the line across. One sample: `rounds` round trips; the figure is round trip / 2, ns.
+std::vector<double> line_pingpong(int cpu_a, int cpu_b, int samples, int rounds, bool* pinned);
+
+// Per-operation times (ns) on the calling thread, one value per sample.
+struct CoreFigures {
+  std::vector<double> store, rmw_minus_store, empty, fence_minus_empty, pause, hit;
+};
+CoreFigures core_figures(int samples);
+
+// DRAM load-to-use: a random cyclic chase over the lines of a 64 MiB buffer, ns per load.
+std::vector<double> memory_latency(int samples, int steps);
+
+// One core: memcpy of 8 MiB blocks between two 64 MiB rings (well beyond L2), bytes per ns.
+std::vector<double> copy_one_core(int samples);
+
+// Every listed CPU copies at once (each its own rings, 4 MiB blocks) for `window_ns`; one
+// sample is the sum of the threads' rates, bytes per ns. A spin barrier starts each window.
+std::vector<double> copy_all_cores(const std::vector<int>& cpus, int samples, double window_ns);
+
+// True where crc32c_sse42_loop can run (x86-64 with SSE4.2, checked at run time).
+bool have_crc32c_sse42();
+// PostgreSQL's SSE4.2 CRC-32C loop shape: bytes one at a time up to 8-byte alignment, then one
+// crc32q per 8 bytes, then the tail bytes. `crc` is the raw register (INIT 0xFFFFFFFF, final
+// value inverted, as pg_crc32c). Call only when have_crc32c_sse42().
+uint32_t crc32c_sse42_loop(uint32_t crc, const void* data, size_t n);
+
+// Bytes per ns over a cache-resident 64 KiB buffer (a record being inserted is in cache):
+// crc_rate_postgres() with crc32c_sse42_loop (call only when have_crc32c_sse42()),
+// crc_rate_model() with the model's ISA-L CRC (core/wal/crc32c.h).
+std::vector<double> crc_rate_postgres(int samples);
+std::vector<double> crc_rate_model(int samples);
+
+}  // namespace walbench::calibration

@@ -1,0 +1,24 @@
+// What `walbench calibrate` measures of the operating system (harness/calibrate.h): a context
+// switch, a semaphore wake-up on another core (post -> the waiter runs) and the post call itself,
+// and nanosleep's overshoot. Raw figures in ns; calibrate_preset converts them to the
+// simulator's accounting.
+#pragma once
+
+#include <vector>
+
+namespace walbench::calibration {
+
+// Two threads pinned on one CPU hand it to each other through two POSIX semaphores: per switch
+// (round trip / 2), Bendersky's futex ping-pong, the source of the default context_switch_ns.
+std::vector<double> context_switches(int cpu, int samples, int rounds, bool* pinned);
+
+// sem_post by a thread on cpu_poster to a thread blocked in sem_wait on cpu_waiter (idle by
+// then, 100 us after the waiter blocked): post -> the waiter runs (`wake`), and the duration of
+// the sem_post call itself (`post`), n of each.
+void semaphore_wakes(int cpu_poster, int cpu_waiter, int n, std::vector<double>* wake,
+                     std::vector<double>* post);
+
+// nanosleep(1 us) overshoot: elapsed - 1 us, n samples.
+std::vector<double> sleep_overshoot(int n);
+
+}  // namespace walbench::calibration

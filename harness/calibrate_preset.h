@@ -1,0 +1,81 @@
+// From measured figures to a preset file, for `walbench calibrate` (harness/calibrate.h).
+//
+// THE SIMULATOR'S ACCOUNTING. Where the simulator charges several parameters for one real event,
+// a measured figure is split the way the simulator adds it up, so that simulating the measured
+// event gives the measured time back (NB: must match Simulation::sem_post, op_sleep and
+// op_storage_sync in core/platform/sim.cc; harness/calibrate_test.cc simulates each event with
+// the converted values and checks this):
+//   sem_post to a blocked waiter on another core, post -> the waiter runs
+//       = line transfer + rmw_extra_ns (the post's RMW of the semaphore's line)
+//         + semaphore_wake_ns + context_switch_ns (the waiter's dispatch)
+//   the sem_post call = line transfer + rmw_extra_ns + semaphore_post_ns
+//   nanosleep(d) = d + sleep_slack_ns + context_switch_ns
+//   fdatasync after pwrites of n bytes
+//       = syscall_ns + n / storage_write_bytes_per_ns + fsync_ns + context_switch_ns
+// Each part is whole ns, negative results become 0.
+//
+// THE FILE: every SimConfig key in SimConfig's declaration order (keys added later follow, from
+// SimConfig::to_json()), plus "description" first and "sources" (per key: how it was measured or
+// why it is a default) last.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+
+#include "harness/calibrate_probe.h"
+
+namespace walbench::calibration {
+
+// `line_rmw_ns` = the line transfer + rmw_extra_ns the simulator charges the post's RMW.
+uint64_t semaphore_wake_param(double wake_to_run_ns, uint64_t line_rmw_ns,
+                              uint64_t context_switch_ns);
+uint64_t semaphore_post_param(double post_call_ns, uint64_t line_rmw_ns);
+uint64_t sleep_slack_param(double overshoot_ns, uint64_t context_switch_ns);
+
+struct StorageParams {
+  uint64_t syscall_ns = 0;
+  double storage_write_bytes_per_ns = 0;  // 0: instant (memory-backed)
+  uint64_t fsync_ns = 0;
+  bool instant = false;
+};
+// From: the duration of one small pwrite (`syscall`), an fdatasync after `big_bytes` of pwrites
+// (`big_sync`) and one after `small_bytes` (`small_sync`), all ns. The difference of the two
+// syncs is the device's time for big_bytes - small_bytes; when it is under a tenth of copying
+// big_bytes at copy_bytes_per_ns the directory is memory-backed: bandwidth 0 (the sim's "no
+// device time"). Bandwidths keep 3 significant digits.
+StorageParams storage_params(double syscall, double big_sync, size_t big_bytes, double small_sync,
+                             size_t small_bytes, double copy_bytes_per_ns,
+                             uint64_t context_switch_ns);
+
+// The preset under construction: values and sources per key, and the log every figure is
+// printed to as it comes.
+class PresetBuilder {
+ public:
+  explicit PresetBuilder(std::ostream& log) : log_(log) {}
+  void set(const std::string& key, nlohmann::json value, std::string source);
+  const nlohmann::json& value(const std::string& key) const { return values_.at(key); }
+  bool has(const std::string& key) const { return values_.count(key) != 0; }
+  // Prints one measured figure: "  <what>  <median> <unit> (IQR q1-q3, n=N)".
+  void figure(const std::string& what, const Spread& s, const std::string& unit) const;
+  void note(const std::string& text) const;
+  // Every key not set yet gets SimConfig's default, with `why_default[key]` (or "SimConfig
+  // default (not measured)") as its source. Then the file object; throws std::runtime_error if
+  // the values are not a valid SimConfig.
+  nlohmann::ordered_json finish(const std::string& description,
+                                const std::map<std::string, std::string>& why_default);
+
+ private:
+  std::ostream& log_;
+  std::map<std::string, nlohmann::json> values_;
+  std::map<std::string, std::string> sources_;
+};
+
+// For the description: `uname -r`, and today's date (local time, YYYY-MM-DD).
+std::string kernel_release();
+std::string local_date();
+
+}  // namespace walbench::calibration

@@ -1,0 +1,103 @@
+// Storage measurements of `walbench calibrate` (calibrate_storage.h).
+#include "harness/calibrate_storage.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_format.h"
+#include "harness/calibrate_probe.h"
+#include "harness/config.h"
+
+namespace walbench::calibration {
+namespace {
+
+// The temporary file of the storage measurements; removed however calibrate ends.
+struct TempFile {
+  explicit TempFile(const std::string& dir) {
+    std::string tmpl = (std::filesystem::path(dir) / "walbench-calibrate-XXXXXX").string();
+    fd = mkstemp(tmpl.data());
+    if (fd < 0)
+      throw UsageError(
+          absl::StrFormat("calibrate: --fsync-path %s: cannot create a file there (%s)", dir,
+                          std::strerror(errno)));
+    path = tmpl;
+  }
+  ~TempFile() {
+    ::close(fd);
+    ::unlink(path.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  void pwrite_all(const char* p, size_t n, off_t off) const {
+    while (n > 0) {
+      const ssize_t w = ::pwrite(fd, p, n, off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) fail("pwrite");
+      p += w;
+      n -= static_cast<size_t>(w);
+      off += w;
+    }
+  }
+  void datasync() const {
+    if (::fdatasync(fd) != 0) fail("fdatasync");
+  }
+  [[noreturn]] void fail(const char* what) const {
+    throw UsageError(absl::StrFormat("calibrate: %s %s: %s", what, path, std::strerror(errno)));
+  }
+  std::string path;
+  int fd = -1;
+};
+
+}  // namespace
+
+StorageFigures storage_figures(const std::string& dir, bool quick) {
+  TempFile f(dir);
+  StorageFigures s;
+  // syscall: an 8-byte pwrite into the page cache.
+  const char small[8] = {};
+  s.syscall = per_op(quick ? 5 : 20, 500, [&](int n) {
+    for (int i = 0; i < n; ++i)
+      if (::pwrite(f.fd, small, sizeof small, 0) != static_cast<ssize_t>(sizeof small))
+        f.fail("pwrite");
+  });
+  // Sequential write: 1 MiB pwrites, then fdatasync; the first repetition also allocates.
+  constexpr size_t kChunk = kMiB;
+  s.bytes = (quick ? 16 : 64) * kMiB;
+  s.pwrites = s.bytes / kChunk;
+  std::vector<char> chunk(kChunk, 'w');
+  const double budget_ns = (quick ? 1.5 : 8.0) * 1e9;
+  const double start = now_ns();
+  const int reps = quick ? 2 : 4;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now_ns();
+    for (size_t off = 0; off < s.bytes; off += kChunk)
+      f.pwrite_all(chunk.data(), kChunk, static_cast<off_t>(off));
+    const double t1 = now_ns();
+    f.datasync();
+    const double t2 = now_ns();
+    if (r > 0 || reps == 1) {  // the first one allocated the blocks: not a WAL-like overwrite
+      s.write_ns.push_back(t1 - t0);
+      s.sync_ns.push_back(t2 - t1);
+    }
+    if (now_ns() - start > budget_ns / 2 && !s.write_ns.empty()) break;
+  }
+  // fdatasync after each 8 KiB pwrite into the allocated region (a WAL page in a segment).
+  s.small_bytes = 8192;
+  const std::vector<char> page(s.small_bytes, 'p');
+  const int max_syncs = quick ? 20 : 200;
+  const double sync_start = now_ns();
+  for (int i = 0; i < max_syncs; ++i) {
+    f.pwrite_all(page.data(), page.size(), static_cast<off_t>((i % 256) * page.size()));
+    const double t0 = now_ns();
+    f.datasync();
+    s.small_sync_ns.push_back(now_ns() - t0);
+    if (i >= 5 && now_ns() - sync_start > budget_ns / 2) break;
+  }
+  return s;
+}
+
+}  // namespace walbench::calibration

@@ -1,0 +1,28 @@
+// What `walbench calibrate` measures of storage (harness/calibrate.h), in a temporary file of
+// the --fsync-path directory (removed however calibrate ends): a small pwrite (syscall cost),
+// large sequential pwrites then fdatasync (device bandwidth), and fdatasync after one 8 KiB
+// pwrite into the preallocated region (latency, as a WAL page in a segment). Raw figures in ns;
+// calibrate_preset converts them to the simulator's accounting.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace walbench::calibration {
+
+struct StorageFigures {
+  std::vector<double> syscall;        // one 8-byte pwrite, ns
+  std::vector<double> write_ns;       // pwrites of `bytes` (page cache), per repetition
+  std::vector<double> sync_ns;        // the fdatasync after them
+  std::vector<double> small_sync_ns;  // fdatasync after one pwrite of small_bytes
+  size_t bytes = 0;        // written before each sync_ns
+  size_t small_bytes = 0;  // written before each small_sync_ns (8 KiB: a WAL page)
+  size_t pwrites = 0;  // per repetition
+};
+
+// Throws UsageError (harness/config.h) naming the directory when the file cannot be created,
+// written or synced.
+StorageFigures storage_figures(const std::string& dir, bool quick);
+
+}  // namespace walbench::calibration
