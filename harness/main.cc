@@ -150,6 +150,7 @@ int run_command(const std::vector<std::string>& paths, const std::vector<std::st
   opts.overrides = sets;
   opts.quiet = quiet;
   opts.jobs = jobs;
+  std::cerr << stale_binary_warning();
   if (!quiet)
     std::cerr << absl::StrFormat("walbench: %d cell%s from %s -> %s\n", loaded.cells.size(),
                                  loaded.cells.size() == 1 ? "" : "s", absl::StrJoin(paths, ", "),

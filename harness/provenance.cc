@@ -97,6 +97,19 @@ nlohmann::json source_tree_now() {
   return {{"git_sha", head}, {"git_dirty", !status.empty()}};
 }
 
+std::string stale_binary_warning() {
+  const BuildInfo& b = build_info();
+  const nlohmann::json now = source_tree_now();
+  if (now.is_null() || (now["git_sha"] == b.git_sha && now["git_dirty"] == b.git_dirty)) return "";
+  auto name = [](const std::string& sha, bool dirty) {
+    return sha.substr(0, 12) + (dirty ? "+dirty" : "");
+  };
+  return "walbench: warning: this binary was built from " + name(b.git_sha, b.git_dirty) +
+         " but the source tree is now at " +
+         name(now["git_sha"].get<std::string>(), now["git_dirty"].get<bool>()) +
+         "; results record the build's state (rebuild to run the sources as they are)\n";
+}
+
 void set_command_line(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) s += (i ? " " : "") + shell_quote(argv[i]);

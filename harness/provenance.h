@@ -29,6 +29,10 @@ std::string version_line();
 // is not a git work tree.
 nlohmann::json source_tree_now();
 
+// "walbench: warning: this binary was built from X but the source tree is now at Y ..." when
+// source_tree_now() differs from the build, else "". The CLI prints it before a run.
+std::string stale_binary_warning();
+
 // The process's command line, as one shell-quoted string (set once by main()).
 void set_command_line(int argc, char** argv);
 const std::string& command_line();

@@ -102,6 +102,7 @@ int rerun_command(const RerunOptions& o, std::ostream& out, std::ostream& err) {
                    {"git_dirty", ctx.value("git_dirty", nlohmann::json(nullptr))}};
   opts.quiet = o.quiet;
   opts.jobs = o.jobs;
+  err << stale_binary_warning();
   if (!o.quiet)
     err << absl::StrFormat("walbench: rerunning %d cell%s of %s -> %s\n", cells.size(),
                            cells.size() == 1 ? "" : "s", o.result_path, output);

@@ -157,12 +157,6 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
 
   ojson doc;
   doc["context"] = result_context(cells, opts);
-  if (doc["context"].contains("source_tree_now"))
-    err << "walbench: warning: this binary was built from " << doc["context"]["git_sha"].get<std::string>().substr(0, 12)
-        << (doc["context"]["git_dirty"].get<bool>() ? "+dirty" : "") << " but the source tree is now at "
-        << doc["context"]["source_tree_now"]["git_sha"].get<std::string>().substr(0, 12)
-        << (doc["context"]["source_tree_now"]["git_dirty"].get<bool>() ? "+dirty" : "")
-        << "; the result file records the build's (rebuild to run the sources)\n";
   doc["cells"] = ojson::array();
   // Entries of finished cells, by matrix position; the file lists them in matrix order.
   std::vector<std::optional<ojson>> entries(cells.size());

@@ -48,7 +48,8 @@ TEST_CASE("transaction workloads pass the WAL and CLOG verifiers with every stra
         REQUIRE(o.model.contains("clog"));
         const nlohmann::json& c = o.model["clog"];
         // Every xid handed out was checked COMMITTED; top-level ones are the transactions.
-        CHECK(o.verify.clog_committed == o.model["xids"].get<uint64_t>());
+        CHECK(o.verify.clog_committed == o.window.xids);
+        CHECK(o.window.txns == o.txns);
         CHECK(o.verify.clog_top_level == o.txns);
         if (std::string(workload) == "savepoints") CHECK(o.verify.clog_committed == 4 * o.txns);
         // More pages than buffers => the SLRU must have written pages back.

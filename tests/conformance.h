@@ -52,6 +52,7 @@ struct Outcome {
   uint64_t txns = 0;
   VerifyResult verify;
   nlohmann::json model;
+  WindowTotals window;  // the whole run is the window here
 };
 
 inline Outcome run_cell(const CellSpec& spec, double seconds) {
@@ -60,6 +61,7 @@ inline Outcome run_cell(const CellSpec& spec, double seconds) {
   REQUIRE(info->make_cell != nullptr);
   auto cell = info->make_cell(spec, spec.run.seed);
   RunControl ctl(spec.clients);
+  ctl.measuring = true;  // counters over the whole run (on the sim, drive() opens it at 0)
   Outcome o;
   if (cell->drives_itself()) {
     // Simulated platform: `seconds` of virtual time, no warm-up.
@@ -83,6 +85,7 @@ inline Outcome run_cell(const CellSpec& spec, double seconds) {
   for (auto& c : ctl.counters) o.txns += c.txns.load();
   o.verify = cell->verify();
   o.model = cell->model_stats();
+  o.window = cell->window_totals();
   return o;
 }
 

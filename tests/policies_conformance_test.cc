@@ -113,6 +113,7 @@ TEST_CASE("buffer_init selects the design: no WALBufMappingLock when lock-free",
     REQUIRE(info != nullptr);
     auto cell = info->make_cell(spec, spec.run.seed);
     RunControl ctl(spec.clients);
+    ctl.measuring = true;  // lock statistics cover the window: here the whole run
     std::vector<std::thread> threads;
     for (uint32_t i = 0; i < spec.clients; ++i)
       threads.emplace_back([&, i] { cell->client_main(i, ctl); });
