@@ -1,5 +1,6 @@
 // Preset assembly and the simulator's accounting for `walbench calibrate` (calibrate_preset.h).
 #include "harness/calibrate_preset.h"
+#include "harness/provenance.h"
 
 #include <sys/utsname.h>
 
@@ -134,13 +135,5 @@ std::string kernel_release() {
   return uname(&u) == 0 ? std::string(u.release) : "unknown";
 }
 
-std::string local_date() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
 
 }  // namespace walbench::calibration

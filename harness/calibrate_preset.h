@@ -74,8 +74,7 @@ class PresetBuilder {
   std::map<std::string, std::string> sources_;
 };
 
-// For the description: `uname -r`, and today's date (local time, YYYY-MM-DD).
+// For the description: `uname -r` (today's date: local_date() in harness/provenance.h).
 std::string kernel_release();
-std::string local_date();
 
 }  // namespace walbench::calibration

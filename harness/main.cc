@@ -79,14 +79,6 @@ int fail(const std::string& message) {
   return 2;
 }
 
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
 
 std::string short_hostname() {
   char buf[256] = {};
@@ -104,7 +96,7 @@ std::string short_hostname() {
 std::string default_output_path(const std::vector<std::string>& configs) {
   std::vector<std::string> stems;
   for (const auto& c : configs) stems.push_back(std::filesystem::path(c).stem().string());
-  const std::string base = "results/" + today() + "-" + short_hostname() + "-" +
+  const std::string base = "results/" + local_date() + "-" + short_hostname() + "-" +
                            absl::StrJoin(stems, "+");
   std::error_code ec;
   std::filesystem::create_directories("results", ec);

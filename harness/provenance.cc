@@ -74,6 +74,15 @@ std::string shell_quote(const std::string& s) {
 
 }  // namespace
 
+std::string local_date() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
 std::string version_line() {
   const BuildInfo& b = build_info();
   return absl::StrFormat("walbench %s (git %s%s, %s build)", kWalbenchVersion,

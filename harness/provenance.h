@@ -33,6 +33,9 @@ nlohmann::json source_tree_now();
 // source_tree_now() differs from the build, else "". The CLI prints it before a run.
 std::string stale_binary_warning();
 
+// Today's date in the local time zone, "2026-12-01" (result and preset file names).
+std::string local_date();
+
 // The process's command line, as one shell-quoted string (set once by main()).
 void set_command_line(int argc, char** argv);
 const std::string& command_line();
