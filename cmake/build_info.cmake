@@ -1,36 +1,50 @@
-# Writes the build's provenance (harness/provenance.h) into OUT, at build time, every build:
-# the commit the sources were built from, whether the tree differed from it (tracked changes,
-# or untracked files outside results/), and a SHA-256 of that difference, so a result file
-# names exactly the code that produced it. OUT is rewritten only when its text changes (no
-# relink otherwise).
-# Inputs: -DSRC=<source dir> -DOUT=<file> -DBUILD_TYPE=... -DCOMPILER=... -DFLAGS=...
+# The build's provenance (harness/provenance.h): the commit the sources were built from,
+# whether the tree differed from it, and a SHA-256 of that difference, so a result file names
+# exactly the code that produced it.
+#   Differences counted: tracked changes anywhere but results/, and untracked (not ignored) files
+#   among the sources (core, strategies, harness, tests, cmake, scripts, configs, presets, the
+#   CMake files); a result file written into the tree is not code.
+# Run at every build (-DOUT=<file>: writes the generated C++ source, only when its text
+# changes, so nothing relinks otherwise), and by walbench at run time (-DFORMAT=json: prints
+# {"git_sha", "git_dirty", "git_diff_hash"} to compare the source tree with the binary).
+# Inputs: -DSRC=<source dir> [-DOUT=<file> -DBUILD_TYPE=... -DCOMPILER=... -DFLAGS=...
+#         -DCMAKE_BIN=<this cmake, for walbench to run this script again>]
+#         [-DFORMAT=json]
 set(sha "unknown")
 set(dirty "false")
 set(diff_hash "")
-execute_process(COMMAND git rev-parse HEAD WORKING_DIRECTORY ${SRC}
+set(git git -c core.quotePath=false)
+set(sources core strategies harness tests cmake scripts configs presets CMakeLists.txt
+            CMakePresets.json)
+execute_process(COMMAND ${git} rev-parse HEAD WORKING_DIRECTORY ${SRC}
                 OUTPUT_VARIABLE head OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET
                 RESULT_VARIABLE rc)
 if(rc EQUAL 0 AND head)
   set(sha "${head}")
-  execute_process(COMMAND git status --porcelain WORKING_DIRECTORY ${SRC}
-                  OUTPUT_VARIABLE status ERROR_QUIET)
-  string(REGEX REPLACE "[^\n]*results/[^\n]*\n?" "" status "${status}")
-  if(NOT status STREQUAL "")
+  execute_process(COMMAND ${git} diff HEAD --binary --no-ext-diff --no-textconv --no-color
+                          -- . ":(exclude)results"
+                  WORKING_DIRECTORY ${SRC} OUTPUT_VARIABLE diff ERROR_QUIET)
+  execute_process(COMMAND ${git} ls-files --others --exclude-standard -- ${sources}
+                  WORKING_DIRECTORY ${SRC} OUTPUT_VARIABLE untracked ERROR_QUIET)
+  string(REPLACE "\n" ";" untracked "${untracked}")
+  foreach(f IN LISTS untracked)
+    if(f AND EXISTS "${SRC}/${f}" AND NOT IS_DIRECTORY "${SRC}/${f}")
+      file(SHA256 "${SRC}/${f}" h)
+      string(APPEND diff "untracked ${f} ${h}\n")
+    endif()
+  endforeach()
+  if(NOT diff STREQUAL "")
     set(dirty "true")
-    execute_process(COMMAND git diff HEAD --binary -- . ":(exclude)results" WORKING_DIRECTORY ${SRC}
-                    OUTPUT_VARIABLE diff ERROR_QUIET)
-    execute_process(COMMAND git ls-files --others --exclude-standard -- . ":(exclude)results"
-                    WORKING_DIRECTORY ${SRC} OUTPUT_VARIABLE untracked ERROR_QUIET)
-    string(REPLACE "\n" ";" untracked "${untracked}")
-    foreach(f IN LISTS untracked)
-      if(f AND EXISTS "${SRC}/${f}" AND NOT IS_DIRECTORY "${SRC}/${f}")
-        file(SHA256 "${SRC}/${f}" h)
-        string(APPEND diff "untracked ${f} ${h}\n")
-      endif()
-    endforeach()
     string(SHA256 diff_hash "${diff}")
   endif()
 endif()
+
+if(FORMAT STREQUAL "json")
+  execute_process(COMMAND ${CMAKE_COMMAND} -E echo
+                  "{\"git_sha\": \"${sha}\", \"git_dirty\": ${dirty}, \"git_diff_hash\": \"${diff_hash}\"}")
+  return()
+endif()
+
 string(REPLACE "\\" "\\\\" FLAGS "${FLAGS}")
 string(REPLACE "\"" "\\\"" FLAGS "${FLAGS}")
 set(text "// Generated at build time by cmake/build_info.cmake; do not edit.
@@ -38,7 +52,7 @@ set(text "// Generated at build time by cmake/build_info.cmake; do not edit.
 namespace walbench {
 const BuildInfo& build_info() {
   static const BuildInfo info{\"${sha}\", ${dirty}, \"${diff_hash}\", \"${BUILD_TYPE}\",
-                              \"${COMPILER}\", \"${FLAGS}\", \"${SRC}\"};
+                              \"${COMPILER}\", \"${FLAGS}\", \"${SRC}\", \"${CMAKE_BIN}\"};
   return info;
 }
 }  // namespace walbench

@@ -187,7 +187,7 @@ ojson summarize_cell(const std::vector<RepetitionNumbers>& reps) {
     if (!r.measured) continue;
     tps.push_back(r.tps);
     bps.push_back(r.bytes_per_s);
-    lat.push_back(r.lat_mean_ms);
+    if (!std::isnan(r.lat_mean_ms)) lat.push_back(r.lat_mean_ms);
     if (!r.per_txn.is_null()) per_txn.push_back(&r.per_txn);
   }
   if (tps.empty()) return nullptr;
@@ -201,7 +201,7 @@ ojson summarize_cell(const std::vector<RepetitionNumbers>& reps) {
   const auto ci = median_ci(tps);
   s["tps_ci"] = ci ? ojson{{"lo", ci->lo}, {"hi", ci->hi}, {"level", ci->level}} : ojson(nullptr);
   s["bytes_per_s_median"] = median(bps);
-  s["lat_ms_median"] = median(lat);
+  s["lat_ms_median"] = lat.empty() ? ojson(nullptr) : ojson(median(lat));
   s["per_txn"] = ojson(median_of_objects(per_txn));
   return s;
 }
@@ -229,8 +229,8 @@ std::vector<std::string> cell_warnings(const CellSpec& cell, const json& repetit
                   absl::StrFormat("%d of %d clients finished no transaction in the window", idle,
                                   cell.clients));
     // Progress intervals: the trend inside the window and the time to steady state.
-    if (rs.progress_interval_s <= 0 || !rep.contains("progress")) continue;
-    const double step = rs.progress_interval_s;
+    if (!rep.contains("progress") || !rep["progress"].is_array()) continue;
+    const double step = progress_step_s(rs);
     const double w0 = rs.warmup_s, w1 = rs.warmup_s + rs.duration_s;
     std::vector<std::pair<double, double>> inside, all;  // (interval end t, tps)
     for (const auto& p : rep["progress"]) {
@@ -256,7 +256,12 @@ std::vector<std::string> cell_warnings(const CellSpec& cell, const json& repetit
           settled = t - step;  // the start of the first interval within the band
           break;
         }
-      if (settled > w0 + step / 2)
+      if (settled < 0)
+        w.push_back(rep_prefix(r) +
+                    absl::StrFormat("throughput never came within %g%% of its window median in "
+                                    "any progress interval: no steady state",
+                                    rs.trend_warn_pct));
+      else if (settled > w0 + step / 2)
         w.push_back(rep_prefix(r) +
                     absl::StrFormat("throughput reached its window median (within %g%%) only %.2f s "
                                     "after the start, past the warm-up of %g s: lengthen "

@@ -171,6 +171,11 @@ ProgressPoint ProgressMeter::point(const std::vector<ClientCounters>& counters, 
   return p;
 }
 
+double progress_step_s(const RunSpec& rs) {
+  if (rs.progress_interval_s > 0) return rs.progress_interval_s;
+  return std::max(rs.warmup_s + rs.duration_s, 1e-6) / 20;
+}
+
 std::string format_progress_line(double t_s, double tps, double lat_ms, double stddev_ms) {
   if (std::isnan(lat_ms)) return absl::StrFormat("progress: %.1f s, %.1f tps, lat n/a", t_s, tps);
   return absl::StrFormat("progress: %.1f s, %.1f tps, lat %.3f ms stddev %.3f", t_s, tps, lat_ms,

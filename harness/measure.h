@@ -68,6 +68,11 @@ class ProgressMeter {
   std::vector<LatencySums> last_;
 };
 
+// The interval of the progress points of a repetition: run.progress_interval_s, or, when that is
+// 0 (no lines printed), 1/20 of warm-up + window, so that the trust warnings (trend, warm-up)
+// always have points to look at.
+double progress_step_s(const RunSpec& rs);
+
 // "progress: 5.0 s, 103575.2 tps, lat 0.309 ms stddev 0.071" ("lat n/a" without transactions)
 std::string format_progress_line(double t_s, double tps, double lat_ms, double stddev_ms);
 

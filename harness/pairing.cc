@@ -36,6 +36,14 @@ bool at_or_under(const std::string& path, const std::string& key) {
 
 void flatten(const json& v, const std::string& path, Setup& out, std::vector<std::string>& order) {
   if (path == "workload.record_size_label") return;  // derived from workload.record_size
+  // A memory-storage cell writes no file: its wal.path is an unused leftover.
+  if (path == "wal" && v.is_object() && v.contains("path") &&
+      v.value("storage", std::string("memory")) == "memory") {
+    json without = v;
+    without.erase("path");
+    flatten(without, path, out, order);
+    return;
+  }
   if (v.is_object() && path != "workload.record_size") {  // an empty object records nothing
     for (const auto& [k, sub] : v.items()) flatten(sub, path + "." + k, out, order);
     return;
@@ -52,6 +60,12 @@ bool records(const std::set<std::string>& leaves, const std::string& path) {
   for (size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1))
     if (leaves.count(path.substr(0, dot))) return true;
   return false;
+}
+
+// Names of where a simulated machine's values came from: the machine itself is platform.sim.*,
+// so two cells with equal values but another preset name or file path are the same machine.
+bool is_provenance_label(const std::string& path) {
+  return path == "platform.preset" || path == "platform.preset_file";
 }
 
 struct FileCells {
@@ -202,7 +216,7 @@ Pairing pair_cells(const json& base, const std::string& base_path, const json& n
       role = SettingDiff::Role::kIgnored;
     else if (!options.pair_by.empty() && p != "clients" && !matches_any(p, options.pair_by))
       role = SettingDiff::Role::kNotPairedBy;
-    else if (options.pair_by.empty() && starts_with(p, "run."))
+    else if (options.pair_by.empty() && (starts_with(p, "run.") || is_provenance_label(p)))
       role = SettingDiff::Role::kMeasurement;
     compared.push_back(p);
     role_of[p] = role;

@@ -90,32 +90,37 @@ std::string version_line() {
 }
 
 nlohmann::json source_tree_now() {
-  const std::string& dir = build_info().source_dir;
+  const BuildInfo& b = build_info();
   std::error_code ec;
-  if (dir.empty() || !std::filesystem::is_directory(std::filesystem::path(dir) / ".git", ec) &&
-                         !std::filesystem::is_regular_file(std::filesystem::path(dir) / ".git", ec))
+  const std::filesystem::path script = std::filesystem::path(b.source_dir) / "cmake" / "build_info.cmake";
+  if (b.source_dir.empty() || b.cmake_command.empty() || !std::filesystem::exists(script, ec))
     return nullptr;
   bool ok = false;
-  std::string head = capture("git -C " + shell_quote(dir) + " rev-parse HEAD 2>/dev/null", &ok);
+  const std::string out = capture(shell_quote(b.cmake_command) + " -DSRC=" +
+                                      shell_quote(b.source_dir) + " -DFORMAT=json -P " +
+                                      shell_quote(script.string()) + " 2>/dev/null",
+                                  &ok);
   if (!ok) return nullptr;
-  while (!head.empty() && (head.back() == '\n' || head.back() == '\r')) head.pop_back();
-  std::string status = capture("git -C " + shell_quote(dir) +
-                                   " status --porcelain -- . ':(exclude)results' 2>/dev/null",
-                               &ok);
-  if (!ok) return nullptr;
-  return {{"git_sha", head}, {"git_dirty", !status.empty()}};
+  const nlohmann::json j = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("git_sha") || j["git_sha"] == "unknown") return nullptr;
+  return j;
+}
+
+static bool same_tree(const nlohmann::json& now, const BuildInfo& b) {
+  return now["git_sha"] == b.git_sha && now["git_dirty"] == b.git_dirty &&
+         now["git_diff_hash"] == b.git_diff_hash;
 }
 
 std::string stale_binary_warning() {
   const BuildInfo& b = build_info();
   const nlohmann::json now = source_tree_now();
-  if (now.is_null() || (now["git_sha"] == b.git_sha && now["git_dirty"] == b.git_dirty)) return "";
-  auto name = [](const std::string& sha, bool dirty) {
-    return sha.substr(0, 12) + (dirty ? "+dirty" : "");
+  if (now.is_null() || same_tree(now, b)) return "";
+  auto name = [](const std::string& sha, const std::string& diff_hash) {
+    return sha.substr(0, 12) + (diff_hash.empty() ? "" : "+dirty(" + diff_hash.substr(0, 8) + ")");
   };
-  return "walbench: warning: this binary was built from " + name(b.git_sha, b.git_dirty) +
+  return "walbench: warning: this binary was built from " + name(b.git_sha, b.git_diff_hash) +
          " but the source tree is now at " +
-         name(now["git_sha"].get<std::string>(), now["git_dirty"].get<bool>()) +
+         name(now["git_sha"].get<std::string>(), now["git_diff_hash"].get<std::string>()) +
          "; results record the build's state (rebuild to run the sources as they are)\n";
 }
 
@@ -148,8 +153,7 @@ nlohmann::ordered_json run_context() {
   c["git_diff_hash"] = b.git_diff_hash.empty() ? nlohmann::ordered_json(nullptr)
                                                : nlohmann::ordered_json(b.git_diff_hash);
   const nlohmann::json now = source_tree_now();
-  if (!now.is_null() && (now["git_sha"] != b.git_sha || now["git_dirty"] != b.git_dirty))
-    c["source_tree_now"] = nlohmann::ordered_json(now);
+  if (!now.is_null() && !same_tree(now, b)) c["source_tree_now"] = nlohmann::ordered_json(now);
   c["build"] = {{"type", b.build_type}, {"compiler", b.compiler}, {"flags", b.flags}};
   c["command_line"] = command_line();
   return c;

@@ -18,15 +18,17 @@ struct BuildInfo {
   std::string compiler;       // compiler id and version
   std::string flags;          // compile flags of the build type and the project's options
   std::string source_dir;     // where it was built from
+  std::string cmake_command;  // the cmake that ran cmake/build_info.cmake
 };
 const BuildInfo& build_info();  // generated: build/<preset>/generated/build_info.cc
 
 // "walbench 0.1.0 (git 459b95f953a2+dirty, Release build)"
 std::string version_line();
 
-// The source tree's git state now (HEAD and dirty flag), to catch a binary older than its
-// sources: {"git_sha": ..., "git_dirty": ...}, or null where the source directory is gone or
-// is not a git work tree.
+// The source tree's git state now, computed by the build's own rule (cmake/build_info.cmake,
+// run again), to catch a binary older than its sources, including further edits to a tree
+// that was already dirty: {"git_sha", "git_dirty", "git_diff_hash"}, or null where the source
+// directory, its git or cmake is gone.
 nlohmann::json source_tree_now();
 
 // "walbench: warning: this binary was built from X but the source tree is now at Y ..." when

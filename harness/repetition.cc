@@ -81,7 +81,8 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
     }
     for (const auto& p : d.progress) {
       obs.progress.push_back(progress_entry(p.t, p.tps, p.lat_ms, p.stddev_ms));
-      if (!quiet) err << format_progress_line(p.t, p.tps, p.lat_ms, p.stddev_ms) << '\n';
+      if (!quiet && cell.run.progress_interval_s > 0)
+        err << format_progress_line(p.t, p.tps, p.lat_ms, p.stddev_ms) << '\n';
     }
     obs.wait_samples = d.wait_samples;
     platform_stats = d.platform_stats;
@@ -118,13 +119,13 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
     num.tps = elapsed > 0 ? static_cast<double>(txns) / elapsed : 0.0;
     num.bytes_per_s = elapsed > 0 ? static_cast<double>(bytes) / elapsed : 0.0;
     const LatencySummaryMs lat = summarize_latency(ctl.counters);
-    num.lat_mean_ms = lat.mean;
+    num.lat_mean_ms = lat.count ? lat.mean : std::nan("");  // no transaction ended: unknown
     res.json["tps"] = num.tps;
     res.json["bytes_per_s"] = num.bytes_per_s;
     res.json["txns"] = txns;
     res.json["elapsed_s"] = elapsed;
     res.json["clients_without_txn"] = idle;
-    res.json["latency_ms"] = lat.to_json();
+    res.json["latency_ms"] = lat.count ? ojson(lat.to_json()) : ojson(nullptr);
   } else {
     for (const char* k : {"tps", "bytes_per_s", "txns", "elapsed_s", "clients_without_txn", "latency_ms"})
       res.json[k] = nullptr;

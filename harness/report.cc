@@ -247,8 +247,26 @@ std::string setup_line(const json& cell, const json& matrix_rest) {
 
   const std::string storage = get_or<std::string>(wal, "storage", "?");
   s += ", storage " + storage;
-  if (storage == "file") s += get_or<bool>(wal, "fsync", true) ? " (fsync on)" : " (fsync off)";
-  s += ", platform " + get_or<std::string>(p, "kind", "?");
+  const bool fsync = get_or<bool>(wal, "fsync", true);
+  if (storage == "file" || !fsync) s += fsync ? " (fsync on)" : " (fsync off)";
+  const std::string kind = get_or<std::string>(p, "kind", "?");
+  s += ", platform " + kind;
+  // The simulated machine in a few words (the cell holds every parameter).
+  if (kind == "sim" && p.contains("sim") && p["sim"].is_object()) {
+    const json& m = p["sim"];
+    std::string machine;
+    if (p.contains("preset") && p["preset"].is_string()) machine = p["preset"].get<std::string>() + ", ";
+    machine += absl::StrFormat("%d cores", get_or<uint64_t>(m, "cores", 0));
+    const uint64_t sockets = get_or<uint64_t>(m, "sockets", 1);
+    if (sockets > 1) machine += absl::StrFormat(" on %d sockets", sockets);
+    if (get_or<uint64_t>(m, "smt", 1) > 1) machine += absl::StrFormat(" x %d SMT", get_or<uint64_t>(m, "smt", 1));
+    if (fsync) machine += absl::StrFormat(", fsync %g us", get_or<double>(m, "fsync_ns", 0.0) / 1000.0);
+    s += " (" + machine + ")";
+  }
+  for (const char* policy : {"atomics", "spinlocks"}) {
+    const std::string v = get_or<std::string>(p, policy, "native");
+    if (v != "native") s += absl::StrFormat(" %s=%s", policy, v);
+  }
   const uint64_t reps = get_or<uint64_t>(r, "repetitions", 1);
   s += absl::StrFormat(", %d repetition%s x %g s, median tps", reps, reps == 1 ? "" : "s",
                        get_or<double>(r, "duration_s", 0.0));
@@ -496,8 +514,9 @@ int compare_command(const std::string& base, const std::string& next, std::ostre
       out << '\n';
     }
     std::string legend = absl::StrFormat(
-        "* the change exceeds the noise: exact two-sided Mann-Whitney U test over the "
-        "repetitions' tps, p < %g; unmarked: p >= %g",
+        "* the change exceeds the noise within each run: exact two-sided Mann-Whitney U test "
+        "over the repetitions' tps, p < %g; unmarked: p >= %g (drift between the two runs is "
+        "not noise it can see)",
         kNoiseAlpha, kNoiseAlpha);
     if (!no_verdict_reasons.empty()) {
       std::vector<std::string> reasons;

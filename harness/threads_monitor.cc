@@ -100,8 +100,10 @@ void run_threads_repetition(const CellSpec& cell, CellRun& run, RunControl& ctl,
   const auto window = from_seconds(std::max(0.0, rs.duration_s));
   Clock::time_point m_start{}, m_end{}, stop_at{}, next_sample{};
 
-  const bool progress_on = rs.progress_interval_s > 0;
-  const auto progress_step = from_seconds(progress_on ? rs.progress_interval_s : 1.0);
+  // Progress points are always recorded (trust warnings); lines only when asked for.
+  const bool progress_on = true;
+  const bool print_progress = rs.progress_interval_s > 0 && !quiet;
+  const auto progress_step = from_seconds(progress_step_s(rs));
   auto next_progress = t0 + progress_step;
   auto last_progress = t0;
   ProgressMeter meter(n);
@@ -202,7 +204,7 @@ void run_threads_repetition(const CellSpec& cell, CellRun& run, RunControl& ctl,
       j["stddev_ms"] =
           std::isnan(p.stddev_ms) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(p.stddev_ms);
       obs.progress.push_back(std::move(j));
-      if (!quiet) {
+      if (print_progress) {
         err << format_progress_line(t, p.tps, p.lat_ms, p.stddev_ms) << '\n';
         err.flush();
       }

@@ -281,8 +281,8 @@ class WalCell final : public CellRun {
         });
       ProgressMeter meter(n);
       uint64_t last_t = 0;
-      if (rs.progress_interval_s > 0) {
-        const uint64_t step = std::max<uint64_t>(ns(rs.progress_interval_s), 1);
+      {  // progress points: always recorded (the trust warnings read them)
+        const uint64_t step = std::max<uint64_t>(ns(progress_step_s(rs)), 1);
         for (uint64_t t = step; t <= end; t += step)
           sim.at(t, [&, t] {
             const ProgressPoint p = meter.point(ctl.counters, static_cast<double>(t - last_t) / 1e9);
