@@ -23,57 +23,63 @@
 //      outside an insert, everything reserved is finished.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "core/proc.h"
 #include "core/wal/format.h"
 #include "core/wal/types.h"
+#include "harness/spec.h"
 #include "strategies/strategy.h"
 
 namespace walbench {
 
 StrategyInfo ideal_info();
+// Why `ideal` cannot be a bound in this cell (its factory throws this), or "" when it can.
+std::string ideal_refusal(const CellSpec& spec);
 
 template <class P>
 class PrivateStream {
  public:
   explicit PrivateStream(ProcTable<P>&) {}
 
-  BytePos reserved_end() const { return BytePos{curr_byte_pos_.get()}; }
+  BytePos reserved_end() const { return BytePos{curr_byte_pos_.load()}; }
 
   template <class W>
   typename W::Inserted insert(W& wal, Proc<P>& me, uint8_t* record, uint32_t len,
                               uint32_t payload_crc) {
-    const uint64_t start = curr_byte_pos_.get();
+    const uint64_t start = curr_byte_pos_.load();
     const uint64_t end = start + max_align(len);
     const uint64_t prev = prev_byte_pos_.get();
     const WalGeometry& g = wal.geom();
     const Lsn start_lsn = g.bytepos_to_lsn(BytePos{start});
-    inserting_ = true;
-    progress_.set(start_lsn.value);
+    progress_.store(start_lsn.value);  // I2
     finish_record(record, payload_crc,
                   prev == kNoPrev ? kInvalidLsn : g.bytepos_to_lsn(BytePos{prev}));
     wal.copy_record(me, BytePos{start}, BytePos{end}, record, len);
-    curr_byte_pos_.set(end);  // I1: only the owner reserves
+    curr_byte_pos_.store(end);  // I1, I3: only the owner reserves, after the copy
     prev_byte_pos_.set(start);
-    inserting_ = false;
     return {start_lsn, g.bytepos_to_end_lsn(BytePos{end})};
   }
 
-  void advertise(Proc<P>&, Lsn pos) { progress_.set(pos.value); }
+  // I2: the owner is about to block at pos (page eviction inside its own record).
+  void advertise(Proc<P>&, Lsn pos) { progress_.store(pos.value); }
 
+  // Everything below the returned position is copied (I2, I3); callers check it covers upto.
   template <class W>
   Lsn wait_insertions(W& wal, Proc<P>&, Lsn) {
-    if (inserting_) return Lsn{progress_.get()};  // I2
-    return wal.geom().bytepos_to_end_lsn(BytePos{curr_byte_pos_.get()});
+    const Lsn advertised{progress_.load()};
+    const Lsn reserved = wal.geom().bytepos_to_end_lsn(BytePos{curr_byte_pos_.load()});
+    return std::max(advertised, reserved);
   }
 
  private:
   static constexpr uint64_t kNoPrev = ~uint64_t{0};
-  typename P::template Shared<uint64_t> curr_byte_pos_{0};
-  typename P::template Shared<uint64_t> prev_byte_pos_{kNoPrev};
-  typename P::template Shared<uint64_t> progress_{0};
-  bool inserting_ = false;
+  // Written by the owner only; read by the owner, the WAL writer and the end-of-run flush.
+  typename P::template Atomic<uint64_t> curr_byte_pos_{0};
+  typename P::template Atomic<uint64_t> progress_{0};
+  typename P::template Shared<uint64_t> prev_byte_pos_{kNoPrev};  // owner only
 };
 
 }  // namespace walbench
