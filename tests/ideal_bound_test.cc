@@ -156,3 +156,37 @@ TEST_CASE("no strategy beats ideal on the simulated platform", "[ideal][sim]") {
   CHECK(checked == cells.size() - tps.size());
   CHECK(beaten == 0);
 }
+
+TEST_CASE("ideal refuses file storage with fsync: one fdatasync cannot cover private files",
+          "[ideal]") {
+  const StrategyInfo* ideal = find_strategy("ideal");
+  REQUIRE(ideal != nullptr);
+  CellSpec spec;
+  spec.strategy = "ideal";
+  spec.wal.storage = "file";
+  spec.wal.path = "/tmp";
+  spec.wal.fsync = true;
+  REQUIRE_THROWS_WITH(ideal->make_cell(spec, 1),
+                      Catch::Contains("ideal is not a bound with wal.storage \"file\""));
+}
+
+TEST_CASE("ideal's private rings are a share of wal_buffers, not a full ring per client",
+          "[ideal][sim]") {
+  // 2 x ceil(2048 / 64) = 64 pages per client (512 KiB; the old ideal had 2048, 16 MiB each).
+  CellSpec spec = bound_cell({"ideal", "ideal", nlohmann::json::object()},
+                             {"emit_message", "emit_message", true}, true, 64);
+  spec.run.duration_s = 0.001;
+  spec.run.warmup_s = 0;
+  const StrategyInfo* ideal = find_strategy("ideal");
+  REQUIRE(ideal != nullptr);
+  auto cell = ideal->make_cell(spec, 1);
+  nlohmann::json m = cell->model_stats();
+  CHECK(m.at("ring_pages").get<uint32_t>() == 64);
+  CHECK(m.at("streams").get<uint32_t>() == 64);
+  // A record longer than the share (2 x 4 pages at 512 clients) still fits: 64 KiB messages
+  // need 9 pages of 8 KiB, plus one.
+  spec.clients = 512;
+  spec.workload.record_size.value = 65536;
+  m = ideal->make_cell(spec, 1)->model_stats();
+  CHECK(m.at("ring_pages").get<uint32_t>() == 10);
+}
