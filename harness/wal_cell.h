@@ -187,8 +187,34 @@ class WalCell final : public CellRun {
     seed_ = seed;
     if (workload_ != WorkloadKind::kEmitMessage && !spec.workload.transactional)
       throw std::invalid_argument("workload " + spec.workload.name + " is always transactional");
-    if (spec.workload.transactional) clog_ = std::make_unique<ClogChoice<P>>(spec.clog, procs_);
+    if (spec.workload.transactional && !private_)
+      clog_ = std::make_unique<ClogChoice<P>>(spec.clog, procs_);
+    if (spec.workload.transactional && private_) {
+      // ideal: each client assigns xids from its own counter into its own CLOG (the same work,
+      // no lock contended), with its share of clog_buffers (at least 4).
+      ClogSpec own = spec.clog;
+      own.clog_buffers = std::min(spec.clog.clog_buffers,
+                                  std::max(4u, (spec.clog.clog_buffers + clients_ - 1) / clients_));
+      for (uint32_t c = 0; c < clients_; ++c)
+        private_xacts_.push_back({std::make_unique<XidGen<P>>(procs_),
+                                  std::make_unique<ClogChoice<P>>(own, procs_)});
+    }
+    const uint32_t max_len =
+        workload_ == WorkloadKind::kEmitMessage
+            ? std::max(emit_message_record_size(max_message_size(spec.workload.record_size)),
+                       kCommitRecordSize)
+            : std::max(kMaxPgbenchRecordSize, commit_record_size(kSavepoints));
+    // Private streams (ideal, strategies/ideal/ideal.h): a small ring each, one device under
+    // all of them (group fsync), and the writer's latch threshold split between them.
     const uint32_t streams = private_ ? clients_ : 1;
+    const uint32_t ring_pages =
+        private_ ? private_ring_pages(spec.wal.wal_buffers, clients_, max_len, geom_)
+                 : spec.wal.wal_buffers;
+    const uint32_t flush_after =
+        private_ && spec.commit.wal_writer_flush_after > 0
+            ? (spec.commit.wal_writer_flush_after + clients_ - 1) / clients_
+            : spec.commit.wal_writer_flush_after;
+    if (private_) device_ = std::make_unique<DeviceSync<P>>(procs_);
     for (uint32_t s = 0; s < streams; ++s) {
       Stream st;
       if (spec.wal.storage == "file") {
@@ -200,22 +226,32 @@ class WalCell final : public CellRun {
       } else {
         st.storage = make_memory_storage(geom_);
       }
-      st.wal = std::make_unique<WalT>(geom_, spec.wal.wal_buffers, *st.storage, procs_, args...);
+      st.wal = std::make_unique<WalT>(geom_, ring_pages, *st.storage, procs_, args...);
       st.wal->set_fsync(spec.wal.fsync);
+      st.wal->set_writer_flush_after(flush_after);
+      st.wal->set_device(device_.get());
       streams_.push_back(std::move(st));
     }
-    const uint32_t max_len =
-        workload_ == WorkloadKind::kEmitMessage
-            ? std::max(emit_message_record_size(max_message_size(spec.workload.record_size)),
-                       kCommitRecordSize)
-            : std::max(kMaxPgbenchRecordSize, commit_record_size(kSavepoints));
     for (auto& c : per_client_) c.buffer.reset(new uint8_t[max_len]);
     // C4 (core/clog/clog.h): a CLOG page with async commits is written only after WAL is flushed
     // up to them. Private streams (ideal) have no single LSN order: commits there pass no LSN.
     if (clog_ && !private_) clog_->clog().set_flush_hook(&clog_flush_hook, this);
     // On a simulated platform the WAL writer is a fiber that drive() spawns.
-    if (!private_ && !runs_in_virtual_time<P>())
-      writer_ = std::thread([this] { wal_writer_main(); });
+    if (!runs_in_virtual_time<P>()) writer_ = std::thread([this] { wal_writer_main(); });
+  }
+
+  // Pages in each private stream's ring: at least twice the stream's share of wal_buffers (the
+  // shared ring's capacity, with room for one client running ahead of the others), PostgreSQL's
+  // minimum of 4, and enough that the longest record fits without evicting its own pages; never
+  // more than wal_buffers. Memory: at most max(2 x wal_buffers, clients x max(4, record pages))
+  // pages, not clients x wal_buffers.
+  static uint32_t private_ring_pages(uint32_t wal_buffers, uint32_t clients, uint32_t max_len,
+                                     const WalGeometry& g) {
+    const uint64_t share = 2 * ((uint64_t{wal_buffers} + clients - 1) / clients);
+    const uint64_t usable = g.page_size - WalGeometry::kLongHeader;
+    const uint64_t record_pages = (max_align(max_len) + usable - 1) / usable + 1;
+    const uint64_t pages = std::max<uint64_t>({4, share, record_pages});
+    return static_cast<uint32_t>(std::min<uint64_t>(pages, wal_buffers));
   }
 
   ~WalCell() override { stop_writer(); }
@@ -250,7 +286,7 @@ class WalCell final : public CellRun {
       measuring_flag_.store(&ctl.measuring, std::memory_order_release);
       for (uint32_t i = 0; i < n; ++i)
         sim.spawn([this, &ctl, i] { client_main(i, ctl); }, "client " + std::to_string(i));
-      if (!private_) sim.spawn([this] { wal_writer_main(); }, "walwriter");
+      sim.spawn([this] { wal_writer_main(); }, "walwriter");
       sim.set_describe_wait([this, n](size_t f) -> std::string {
         return f < n ? wait_event_name(wait_event(static_cast<uint32_t>(f))) : "WAL writer";
       });
@@ -322,7 +358,7 @@ class WalCell final : public CellRun {
   }
 
   void finish() override {
-    stop_writer();
+    stop_writer();  // then the end-of-run flush below, one stream at a time
     Proc<P>& me = procs_[static_cast<int32_t>(clients_)];
     for (auto& st : streams_) {
       const Lsn end = geom_.bytepos_to_end_lsn(st.wal->strategy.reserved_end());
@@ -370,6 +406,22 @@ class WalCell final : public CellRun {
         total.error = r.error;
       }
     }
+    for (uint32_t c = 0; c < private_xacts_.size(); ++c) {  // ideal: one CLOG per client
+      ClogExpect ex;
+      ex.first = kFirstNormalXid;
+      ex.next = private_xacts_[c].xids->next();
+      ex.assigned = per_client_[c].xids;
+      ex.top_level = per_client_[c].top_level;
+      const VerifyResult r = verify_clog(private_xacts_[c].clog->clog().image(), ex);
+      total.clog_checked = true;
+      total.clog_xids += r.clog_xids;
+      total.clog_committed += r.clog_committed;
+      total.clog_top_level += r.clog_top_level;
+      if (!r.ok && total.ok) {
+        total.ok = false;
+        total.error = "CLOG of client " + std::to_string(c) + ": " + r.error;
+      }
+    }
     return total;
   }
 
@@ -407,17 +459,37 @@ class WalCell final : public CellRun {
       sum.fsyncs += c.fsyncs;
       sum.wal_buffers_full += c.wal_buffers_full;
       sum.pages_initialised += c.pages_initialised;
+      sum.pages_preinitialised += c.pages_preinitialised;
       sum.flush_calls += c.flush_calls;
       storage_bytes += st.storage->bytes_written();
     }
+    // Private streams fsync through the shared device (DeviceSync), counted there.
+    if (device_) sum.fsyncs += device_->syncs();
     nlohmann::json j = {{"writes", sum.writes},
             {"fsyncs", sum.fsyncs},
             {"wal_buffers_full", sum.wal_buffers_full},
             {"pages_initialised", sum.pages_initialised},
+            {"pages_preinitialised", sum.pages_preinitialised},
             {"flushes", sum.flush_calls},
             {"storage_bytes", storage_bytes},
-            {"streams", streams_.size()}};
+            {"streams", streams_.size()},
+            {"ring_pages", streams_.front().wal->num_buffers()}};
+    // Transaction ids are counted by the clients over the window (window_totals()).
     if (clog_) j["clog"] = clog_->stats();
+    if (!private_xacts_.empty()) {  // ideal: the per-client CLOGs' counters summed
+      nlohmann::json clog = nlohmann::json::object();
+      for (const PrivateXact& x : private_xacts_) {
+        const nlohmann::json stats = x.clog->stats();
+        for (const auto& [k, v] : stats.items()) {
+          if (v.is_number_unsigned())
+            clog[k] = clog.value(k, uint64_t{0}) + v.template get<uint64_t>();
+          else if (!clog.contains(k))
+            clog[k] = v;
+        }
+      }
+      j["clog"] = clog;
+      j["clogs"] = private_xacts_.size();
+    }
     return j;
   }
 
@@ -577,7 +649,7 @@ class WalCell final : public CellRun {
   bool chance(Txn& t, uint32_t permille) { return t.me.next_random() % 1000 < permille; }
 
   void assign_top(Txn& t) {
-    t.xid = xid_gen_.assign(t.me, &clog_->clog(), /*subtransaction=*/false);
+    t.xid = xid_gen_of(t.me).assign(t.me, &clog_of(t.me).clog(), /*subtransaction=*/false);
     ++t.pc.xids;
     ++t.pc.top_level;
   }
@@ -585,7 +657,7 @@ class WalCell final : public CellRun {
   // AssignTransactionId for a subtransaction: the parent gets its xid first.
   Xid assign_sub(Txn& t) {
     if (t.xid == kInvalidXid) assign_top(t);
-    const Xid x = xid_gen_.assign(t.me, &clog_->clog(), /*subtransaction=*/true);
+    const Xid x = xid_gen_of(t.me).assign(t.me, &clog_of(t.me).clog(), /*subtransaction=*/true);
     ++t.pc.xids;
     t.subxids[t.nsub++] = x;
     return x;
@@ -607,41 +679,98 @@ class WalCell final : public CellRun {
     if (spec_.commit.synchronous_commit) {
       t.wal.flush(t.me, rec.end);
     } else {
-      t.wal.set_async_xact_lsn(t.me, rec.end);
+      if (t.wal.set_async_xact_lsn(t.me, rec.end)) set_writer_latch();
       if (!private_) clog_lsn = rec.end;
     }
-    clog_->commit_tree(t.me, t.xid, std::span<const Xid>(t.subxids, t.nsub), clog_lsn);
+    clog_of(t.me).commit_tree(t.me, t.xid, std::span<const Xid>(t.subxids, t.nsub), clog_lsn);
     XidGen<P>::end_transaction(t.me);
     t.xid = kInvalidXid;
     t.nsub = 0;
+  }
+
+  // The client's XidGen and CLOG: the shared ones, or its own (private streams, ideal).
+  XidGen<P>& xid_gen_of(const Proc<P>& me) {
+    return private_ ? *private_xacts_[static_cast<uint32_t>(me.id.value)].xids : xid_gen_;
+  }
+  ClogChoice<P>& clog_of(const Proc<P>& me) {
+    return private_ ? *private_xacts_[static_cast<uint32_t>(me.id.value)].clog : *clog_;
   }
 
   static void clog_flush_hook(void* ctx, Proc<P>& me, Lsn upto) {
     static_cast<WalCell*>(ctx)->streams_[0].wal->flush(me, upto);
   }
 
-  // The WAL writer (walwriter.c): every wal_writer_delay, flush what async commits asked for.
+  // The WAL writer (postmaster/walwriter.c WalWriterMain): ResetLatch, one XLogBackgroundFlush
+  // round (core/wal/wal.h, "THE WAL WRITER'S SIDE"), then WaitLatch for wal_writer_delay or
+  // until an async commit sets the latch. The latch is a P word the writer polls while it
+  // waits (every kLatchPollSimNs of virtual time, kLatchPollThreadsNs on threads), only in
+  // cells where async commits can set it; otherwise it sleeps the whole delay.
+  static constexpr uint64_t kLatchPollSimNs = 20'000;
+  static constexpr uint64_t kLatchPollThreadsNs = 1'000'000;
+  static constexpr uint64_t kStopPollNs = 5'000'000;  // how soon a sleeping writer sees stop
+
   void wal_writer_main() {
     Proc<P>& me = procs_[static_cast<int32_t>(clients_)];
-    WalT& wal = *streams_[0].wal;
     const uint64_t delay_ns = static_cast<uint64_t>(spec_.commit.wal_writer_delay_ms * 1e6);
-    uint64_t next = P::now_ns() + delay_ns;
+    const uint32_t flush_after = spec_.commit.wal_writer_flush_after;
+    const bool latch = !spec_.commit.synchronous_commit && spec_.workload.transactional;
+    const uint64_t poll_ns =
+        latch ? (runs_in_virtual_time<P>() ? kLatchPollSimNs : kLatchPollThreadsNs) : kStopPollNs;
+    typename WalT::WriterClock clock;
+    std::vector<Lsn> targets(streams_.size());  // private streams: this round's write requests
     auto measuring = [this] {
       const std::atomic<bool>* flag = measuring_flag_.load(std::memory_order_acquire);
       return flag && flag->load(std::memory_order_relaxed);
     };
     while (!writer_stop_.load(std::memory_order_relaxed)) {
       window_edge(writer_window_, me, nullptr, measuring());
-      const uint64_t now = P::now_ns();
-      if (now < next) {
-        P::sleep_ns(std::min<uint64_t>(next - now, 5'000'000));
-        continue;
+      if (latch && writer_latch_.load() != 0) writer_latch_.store(0);  // ResetLatch
+      if (private_)
+        background_flush_private(me, clock, delay_ns, flush_after, targets);
+      else
+        streams_[0].wal->background_flush(me, clock, delay_ns, flush_after);
+      const uint64_t until = P::now_ns() + delay_ns;  // WaitLatch(wal_writer_delay)
+      while (!writer_stop_.load(std::memory_order_relaxed)) {
+        if (latch && writer_latch_.load() != 0) break;
+        const uint64_t now = P::now_ns();
+        if (now >= until) break;
+        P::sleep_ns(std::min(until - now, poll_ns));
       }
-      next = now + delay_ns;
-      const Lsn target = wal.async_xact_lsn(me);
-      if (target > wal.log_flush_result()) wal.write_upto(me, target, /*flush_too=*/true);
     }
     window_edge(writer_window_, me, nullptr, false);
+  }
+
+  // SetLatch on the WAL writer (XLogSetAsyncXactLSN asked for it).
+  void set_writer_latch() {
+    if (writer_latch_.load() == 0) writer_latch_.store(1);
+  }
+
+  // XLogBackgroundFlush over every private stream (ideal) with one fsync for all of them: the
+  // same decision as the shared WAL's writer on the streams' total of unflushed pages; each
+  // stream writes what it would alone, then one DeviceSync makes all of it durable, then each
+  // stream with work is pre-initialised.
+  void background_flush_private(Proc<P>& me, typename WalT::WriterClock& clock,
+                                uint64_t delay_ns, uint32_t flush_after, std::vector<Lsn>& targets) {
+    uint64_t flushblocks = 0;
+    bool any = false;
+    for (size_t s = 0; s < streams_.size(); ++s) {
+      targets[s] = streams_[s].wal->background_request(me);
+      if (targets[s] == kInvalidLsn) continue;
+      any = true;
+      flushblocks += streams_[s].wal->pending_flush_pages(targets[s]);
+    }
+    if (!any) return;
+    const bool flush =
+        WalT::background_should_flush(clock, P::now_ns(), delay_ns, flush_after, flushblocks);
+    for (size_t s = 0; s < streams_.size(); ++s)
+      if (targets[s] != kInvalidLsn) streams_[s].wal->background_write(me, targets[s], false);
+    if (flush) {
+      if (spec_.wal.fsync) device_->sync(me, *streams_[0].storage);
+      for (size_t s = 0; s < streams_.size(); ++s)
+        if (targets[s] != kInvalidLsn) streams_[s].wal->mark_flushed(me, targets[s]);
+    }
+    for (size_t s = 0; s < streams_.size(); ++s)
+      if (targets[s] != kInvalidLsn) streams_[s].wal->preinitialise(me);
   }
 
   void stop_writer() {
@@ -654,10 +783,17 @@ class WalCell final : public CellRun {
   const bool private_;
   ProcTable<P> procs_;
   const WalGeometry geom_;
+  std::unique_ptr<DeviceSync<P>> device_;  // private streams only; outlives streams_
   std::vector<Stream> streams_;
   const WorkloadKind workload_;
   alignas(128) XidGen<P> xid_gen_;
-  std::unique_ptr<ClogChoice<P>> clog_;  // transactional workloads only
+  std::unique_ptr<ClogChoice<P>> clog_;  // transactional workloads only, shared WAL
+  // Private streams (ideal), transactional workloads: each client's own XID counter and CLOG.
+  struct PrivateXact {
+    std::unique_ptr<XidGen<P>> xids;
+    std::unique_ptr<ClogChoice<P>> clog;
+  };
+  std::vector<PrivateXact> private_xacts_;
   std::vector<PerClient> per_client_;
   std::thread writer_;
   std::atomic<bool> writer_stop_{false};
@@ -665,6 +801,8 @@ class WalCell final : public CellRun {
   // writer, which starts before them; its window is owned by the writer.
   std::atomic<const std::atomic<bool>*> measuring_flag_{nullptr};
   Window writer_window_;
+  // The WAL writer's latch (procLatch): set by async commits, reset and polled by the writer.
+  alignas(64) typename P::template Atomic<uint64_t> writer_latch_{0};
   uint64_t seed_ = 0;
 };
 

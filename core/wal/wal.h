@@ -3,8 +3,9 @@
 //
 // Origin: PostgreSQL access/transam/xlog.c as of 9.4-17 (PROTOCOLS.md section 1):
 // CopyXLogRecordToWAL, GetXLogBuffer, AdvanceXLInsertBuffer (WALBufMappingLock, 9a20a9b21b),
-// XLogWrite, XLogFlush (group commit through LWLockAcquireOrWait, 9b38d46d9f), XLogBackgroundFlush.
-// LogwrtResult is kept in atomics as in 17+ (ee1cbe806d).
+// XLogWrite, XLogFlush (group commit through LWLockAcquireOrWait, 9b38d46d9f), XLogSetAsyncXactLSN
+// and XLogBackgroundFlush (see "THE WAL WRITER'S SIDE" below). LogwrtResult is kept in atomics as
+// in 17+ (ee1cbe806d).
 // Buffer initialisation is a runtime choice (BufferInit, config wal.buffer_init):
 //   kMappingLock  AdvanceXLInsertBuffer under WALBufMappingLock (9.4-17, and 18.0 as released);
 //   kLockFree     the lock-free AdvanceXLInsertBuffer of "Get rid of WALBufMappingLock" (Yura
@@ -36,6 +37,9 @@
 //   logwrt_rqst_write_   protected by info_lck_; async_xact_lsn_ likewise.
 //   log_write_result_, log_flush_result_   atomics, advanced only under wal_write_lock_.
 //   storage_             written only under wal_write_lock_.
+//   device_              null, or a DeviceSync shared by several Wals (private streams, the
+//                        `ideal` baseline): their fsyncs go through it, group-committed across
+//                        the Wals; see DeviceSync.
 //
 // Invariants:
 //   I1  A slot is re-initialised only after its old page is written (log_write_result_ >= old end).
@@ -44,7 +48,34 @@
 //   I4  The record copy ends exactly at the reserved end (the MAXALIGN padding stays zero).
 // Lock order: buf_mapping_lock_ is never held while waiting for insertions or for
 // wal_write_lock_ (AdvanceXLInsertBuffer releases it first). wait_insertions() is never called
-// with wal_write_lock_ held (inserters may need that lock to evict a page).
+// with wal_write_lock_ held (inserters may need that lock to evict a page). With a DeviceSync:
+// wal_write_lock_ before the device's lock, never the other way round.
+//
+// THE WAL WRITER'S SIDE (PostgreSQL 9.6+, xlog.c XLogSetAsyncXactLSN / XLogBackgroundFlush,
+// postmaster/walwriter.c; wal_writer_flush_after is 4de82f7d7c5, 9.6; PROTOCOLS.md section 7)
+//   insert()                After a record that crossed a page boundary, raise LogwrtRqst.Write
+//                           to its end under info_lck (XLogInsertRecord), so the writer knows
+//                           which pages are complete.
+//   set_async_xact_lsn()    Raise asyncXactLSN under info_lck; if it moved, tell the caller to
+//                           wake the writer (SetLatch) when wal_writer_flush_after is 0 or at
+//                           least that many pages lie between the flushed position and the
+//                           commit. (The writer's hibernation after 50 idle loops, which also
+//                           makes this wake it, is not modelled: the writer never hibernates.)
+//   background_flush()      XLogBackgroundFlush, one writer round:
+//     1. WriteRqst = LogwrtRqst.Write backed off to a page boundary: whole, complete pages.
+//     2. If that is already flushed, WriteRqst = asyncXactLSN (a partial page).
+//     3. Nothing beyond the flushed position: return false.
+//     4. Flush too if wal_writer_flush_after is 0 or this is the writer's first flush, or
+//        wal_writer_delay passed since its last flush, or at least wal_writer_flush_after pages
+//        lie between the flushed position and WriteRqst; otherwise write only.
+//     5. wait_insertions(WriteRqst), then under wal_write_lock_ write (and fsync) up to it
+//        unless someone did.
+//     6. preinitialise(): AdvanceXLInsertBuffer(InvalidXLogRecPtr, opportunistic = true)
+//        initialises the ring ahead of the inserters, through whichever BufferInit the WAL uses,
+//        stopping at the first slot whose old page is not written yet (it never writes);
+//        counted in pages_preinitialised.
+//   The pieces (background_request, background_write, preinitialise) are public so that one
+//   writer can serve several private streams with one fsync (harness/wal_cell.h).
 //
 // LOCK-FREE BUFFER INITIALISATION (kLockFree; bc22dc0e0d, "Get rid of WALBufMappingLock")
 //   Many clients initialise different pages of the ring at once. B = page size, N = wal_buffers.
@@ -129,12 +160,13 @@ namespace walbench {
 // Model-level counters (instrumentation, written under the lock named; core/counter.h: any
 // thread may snapshot them while clients run).
 struct WalCounters {
-  Counter writes;             // storage write calls (under WALWriteLock)
-  Counter fsyncs;             // under WALWriteLock
-  Counter wal_buffers_full;   // writes forced by a page eviction (pg_stat_wal)
-  Counter pages_initialised;  // under WALBufMappingLock (kLockFree: summed by counters())
-  Counter flush_calls;        // XLogFlush calls that had to do something (no common lock: may
-                              // lose an increment under a race, so approximate)
+  Counter writes;               // storage write calls (under WALWriteLock)
+  Counter fsyncs;               // under WALWriteLock
+  Counter wal_buffers_full;     // writes forced by a page eviction (pg_stat_wal)
+  Counter pages_initialised;    // under WALBufMappingLock (kLockFree: summed by counters())
+  Counter pages_preinitialised; // of those, by the WAL writer ahead of inserters (writer only)
+  Counter flush_calls;          // XLogFlush calls that had to do something (no common lock: may
+                                // lose an increment under a race, so approximate)
 };
 
 // How buffer pages are initialised ahead of inserters (config wal.buffer_init).
@@ -153,6 +185,130 @@ inline BufferInit parse_buffer_init(const std::string& s) {
   if (s == "lockfree") return BufferInit::kLockFree;
   throw std::invalid_argument("wal.buffer_init \"" + s + "\" is not implemented");
 }
+
+// One storage device under several WALs: the private streams of the `ideal` baseline
+// (strategies/ideal/ideal.h). A stream that needs its WAL durable takes a ticket, writes its
+// pages, and calls sync(ticket). Group commit as in XLogFlush, but lighter than queueing on
+// WALWriteLock: callers push themselves on a list (one exchange, not a CAS loop: a CAS loop
+// retried by dozens of clients woken by the same fsync costs a transfer per retry, quadratic in
+// the group, and made the device slower than the shared WAL's); the one that found it empty
+// is the leader, which takes the device lock (one fsync at a time), detaches the list, issues
+// one fsync for all of them and wakes them; the others sleep on their semaphore until woken.
+// (The pattern of ProcArrayGroupClearXid / TransactionGroupUpdateXidStatus, 0e141c0fbb /
+// baaf272ac9; PostgreSQL has no such thing for WAL, which is why it is a bound's device.)
+//   first_               list head (procno), moved by exchange (push and detach).
+//   slots_[procno]       member (set by the owner before its push, cleared by the leader that
+//                        woke it), next (kPendingProcNo from before the push until the owner
+//                        stores the head its push replaced; reset by the leader), ticket (the
+//                        owner's, read by the leader).
+//   lock_                the device lock: held by a leader across its fsync.
+//   syncs_started_       incremented under lock_ just before the fsync.
+//   syncs_done_          set to the fsync's number under lock_ once it returned; only grows.
+//   D1 A ticket taken when syncs_started_ == k is k + 1: fsync k+1 and later began after it.
+//   D2 XLogFlush takes its ticket first thing, right after the commit record was inserted, and
+//      counts as covered by any fsync that began after that, although its own pages reach the
+//      storage only before it returns. The shared WAL's flusher writes every record inserted
+//      before it looked (WaitXLogInsertionsToFinish) and then fsyncs, so this covers at least
+//      the records that the shared WAL would, without one client touching another's stream:
+//      optimistic by the time of one write, as a bound may be. On the sim the written bytes
+//      join the device's queue when written, and the next fsync pays for them.
+//   D3 Every member of a detached list pushed itself after taking its ticket, so before the
+//      leader's fetch_add: the leader's fsync number is >= every member's ticket.
+//   D4 A follower returns only after seeing member == 0, which its leader stores after the
+//      fsync; stray semaphore posts (LWLock wake-ups) are counted and re-posted, as in
+//      clog_group_update.
+// Valid only where one fsync covers every stream: the sim's device is one FIFO for all storage
+// (core/platform/sim.h), and a "memory" storage's sync is a counter. File storage keeps each
+// stream in files of its own, which one fdatasync does not cover; `ideal` refuses that cell.
+template <class P>
+class DeviceSync {
+ public:
+  explicit DeviceSync(ProcTable<P>& procs)
+      : procs_(procs), lock_(&procs, WaitEvent::kWalWrite), slots_(new Slot[procs.size()]) {}
+
+  uint64_t ticket() const { return syncs_started_.load() + 1; }  // D1
+
+  // Returns once an fsync numbered at least ticket completed (0: a ticket taken now).
+  // `storage` is the caller's: its sync() stands for the device's cache flush.
+  void sync(Proc<P>& me, Storage& storage, uint64_t ticket = 0) {
+    if (ticket == 0) ticket = this->ticket();
+    const uint32_t self = static_cast<uint32_t>(me.id.value);
+    Slot& mine = slots_[self];
+    while (syncs_done_.load() < ticket) {
+      mine.member.store(1);
+      mine.ticket.set(ticket);
+      mine.next.store(kPendingProcNo);
+      const uint32_t head = first_.exchange(self);
+      mine.next.store(head);
+      if (head != kInvalidProcNo) {  // follower: D4
+        me.set_wait(WaitEvent::kWalWrite);
+        uint32_t extra = 0;
+        for (;;) {
+          me.sem.wait();
+          if (mine.member.load() == 0) break;
+          ++extra;
+        }
+        me.clear_wait();
+        for (uint32_t i = 0; i < extra; ++i) me.sem.post();
+        continue;  // D3: covered now
+      }
+      lead(me, storage);
+    }
+  }
+
+  // After the run.
+  uint64_t syncs() const { return syncs_; }
+
+ private:
+  struct alignas(64) Slot {
+    typename P::template Atomic<uint32_t> member{0};
+    typename P::template Atomic<uint32_t> next{kInvalidProcNo};
+    typename P::template Shared<uint64_t> ticket{0};
+  };
+
+  static constexpr uint32_t kPendingProcNo = kInvalidProcNo - 1;
+
+  // A member's next, once its owner stored it (a moment after its push).
+  uint32_t next_of(uint32_t procno) {
+    uint32_t next = slots_[procno].next.load();
+    while (next == kPendingProcNo) next = slots_[procno].next.wait_while_eq(kPendingProcNo);
+    return next;
+  }
+
+  void lead(Proc<P>& me, Storage& storage) {
+    lock_.acquire(me, kLwExclusive);
+    const uint32_t list = first_.exchange(kInvalidProcNo);
+    uint64_t highest = 0;
+    for (uint32_t cur = list; cur != kInvalidProcNo; cur = next_of(cur))
+      highest = std::max(highest, slots_[cur].ticket.get());
+    if (syncs_done_.load() < highest) {  // else an fsync that began after them all is done
+      const uint64_t number = syncs_started_.fetch_add(1) + 1;  // D3: >= highest
+      me.set_wait(WaitEvent::kWalIoSync);
+      storage.sync();
+      charge_storage_sync<P>();
+      me.clear_wait();
+      ++syncs_;  // under lock_
+      syncs_done_.store(number);
+    }
+    lock_.release(me);
+    for (uint32_t cur = list; cur != kInvalidProcNo;) {
+      Slot& m = slots_[cur];
+      const uint32_t next = next_of(cur);
+      m.next.store(kInvalidProcNo);
+      m.member.store(0);  // D4
+      if (cur != static_cast<uint32_t>(me.id.value)) procs_[static_cast<int32_t>(cur)].sem.post();
+      cur = next;
+    }
+  }
+
+  ProcTable<P>& procs_;
+  alignas(128) LWLock<P> lock_;
+  alignas(128) typename P::template Atomic<uint32_t> first_{kInvalidProcNo};
+  alignas(128) typename P::template Atomic<uint64_t> syncs_started_{0};
+  alignas(128) typename P::template Atomic<uint64_t> syncs_done_{0};
+  std::unique_ptr<Slot[]> slots_;
+  Counter syncs_;  // instrumentation, under lock_ (core/counter.h: read while clients run)
+};
 
 template <class P, class S>
 class Wal {
@@ -193,6 +349,12 @@ class Wal {
   // PostgreSQL's fsync GUC: off, a flush makes the WAL "flushed" without issue_xlog_fsync (no
   // storage sync, no simulated device latency). Set before the clients start.
   void set_fsync(bool on) { fsync_ = on; }
+  // wal_writer_flush_after in pages (0: every async commit wakes the writer). Set before the
+  // clients start.
+  void set_writer_flush_after(uint32_t pages) { writer_flush_after_ = pages; }
+  // Route this WAL's fsyncs through a device shared with other WALs (private streams). Set
+  // before the clients start; the device outlives the WAL.
+  void set_device(DeviceSync<P>* device) { device_ = device; }
   // A snapshot; may be taken while clients run (core/counter.h).
   WalCounters counters() const {
     WalCounters c = counters_;
@@ -223,7 +385,12 @@ class Wal {
     Lsn end;
   };
   Inserted insert(Proc<P>& me, uint8_t* record, uint32_t len, uint32_t payload_crc) {
-    return strategy.insert(*this, me, record, len, payload_crc);
+    const Inserted r = strategy.insert(*this, me, record, len, payload_crc);
+    // XLogInsertRecord, after the insertion lock is released: a record that crossed a page
+    // boundary completed a page; say so in LogwrtRqst.Write (the WAL writer writes up to it).
+    if (r.start.value / geom_.page_size != r.end.value / geom_.page_size)
+      raise_write_request(me, r.end);
+    return r;
   }
 
   // CopyXLogRecordToWAL: copy a finished record (prev and CRC set) into the reserved range
@@ -279,19 +446,30 @@ class Wal {
   // AdvanceXLInsertBuffer(upto, opportunistic=false): make the page holding upto initialised.
   void advance_buffer(Proc<P>& me, Lsn upto) {
     if (buffer_init_ == BufferInit::kLockFree)
-      advance_buffer_lockfree(me, upto);
+      advance_buffer_lockfree(me, upto, /*opportunistic=*/false);
     else
-      advance_buffer_mapping_lock(me, upto);
+      advance_buffer_mapping_lock(me, upto, /*opportunistic=*/false);
   }
 
-  // AdvanceXLInsertBuffer under WALBufMappingLock (9.4-17).
-  void advance_buffer_mapping_lock(Proc<P>& me, Lsn upto) {
+  // AdvanceXLInsertBuffer(InvalidXLogRecPtr, opportunistic=true), the WAL writer's call after
+  // XLogBackgroundFlush: initialise as many pages ahead of the inserters as need no write.
+  void preinitialise(Proc<P>& me) {
+    if (buffer_init_ == BufferInit::kLockFree)
+      advance_buffer_lockfree(me, kInvalidLsn, /*opportunistic=*/true);
+    else
+      advance_buffer_mapping_lock(me, kInvalidLsn, /*opportunistic=*/true);
+  }
+
+  // AdvanceXLInsertBuffer under WALBufMappingLock (9.4-17). opportunistic: stop at the first
+  // slot whose old page is unwritten instead of writing it (and ignore upto).
+  void advance_buffer_mapping_lock(Proc<P>& me, Lsn upto, bool opportunistic) {
     buf_mapping_lock_.acquire(me, kLwExclusive);
-    while (upto.value >= initialized_upto_.get()) {
+    while (opportunistic || upto.value >= initialized_upto_.get()) {
       const uint64_t new_start = initialized_upto_.get();
       const uint64_t slot = (new_start / geom_.page_size) % num_buffers_;
       const uint64_t old_end = xlblock(slot).load();
       if (log_write_result_.load() < old_end) {
+        if (opportunistic) break;
         // The old page is not written yet: write it out first, without the mapping lock.
         buf_mapping_lock_.release(me);
         raise_write_request(me, Lsn{old_end});
@@ -318,17 +496,24 @@ class Wal {
       xlblock(slot).store(new_start + geom_.page_size);
       initialized_upto_.set(new_start + geom_.page_size);
       ++counters_.pages_initialised;
+      if (opportunistic) ++counters_.pages_preinitialised;
     }
     buf_mapping_lock_.release(me);
   }
 
   // The lock-free AdvanceXLInsertBuffer (bc22dc0e0d); steps and BI<n> in the block at the top.
-  void advance_buffer_lockfree(Proc<P>& me, Lsn upto) {
+  // opportunistic (the WAL writer): before reserving a page whose slot's old page is unwritten,
+  // stop, and wait only for the pages reserved so far (upto = that page - 1, as bc22dc0e0d).
+  void advance_buffer_lockfree(Proc<P>& me, Lsn upto, bool opportunistic) {
     const uint64_t page = geom_.page_size;
     const uint64_t ring = uint64_t{num_buffers_} * page;
     uint64_t reserved = initialize_reserved_.load();  // 1
-    while (upto.value >= reserved) {
+    while (opportunistic || upto.value >= reserved) {
       const uint64_t old_end = reserved + page > ring ? reserved + page - ring : 0;  // 2
+      if (opportunistic && log_write_result_.load() < old_end) {
+        upto = Lsn{reserved - 1};  // old_end > 0, so reserved >= one ring
+        break;
+      }
       if (!initialize_reserved_.compare_exchange(reserved, reserved + page)) continue;  // 3, BI1
       const uint64_t new_start = reserved;
       const uint64_t slot = (new_start / page) % num_buffers_;
@@ -360,6 +545,7 @@ class Wal {
       P::memory_barrier();
       xlblock(slot).store(new_start + page);  // seq_cst: ordered before the CAS below
       ++lf_pages_by_proc_[static_cast<uint32_t>(me.id.value)].n;
+      if (opportunistic) ++counters_.pages_preinitialised;  // the WAL writer only
       // 6: the CAS chain (BI5).
       uint64_t begin = new_start;
       uint64_t end = new_start + page;
@@ -378,6 +564,7 @@ class Wal {
 
   // XLogFlush(rec): make everything up to rec durable, with group commit.
   void flush(Proc<P>& me, Lsn rec) {
+    const uint64_t device_ticket = device_ != nullptr ? device_->ticket() : 0;  // D2
     for (;;) {
       if (log_flush_result_.load() >= rec.value) return;
       const Lsn rqst = raise_write_request(me, rec);
@@ -388,7 +575,7 @@ class Wal {
         return;
       }
       ++counters_.flush_calls;
-      write_locked(me, insertpos, /*flush=*/true);
+      write_locked(me, insertpos, /*flush=*/true, device_ticket);
       wal_write_lock_.release(me);
       return;
     }
@@ -405,11 +592,82 @@ class Wal {
     wal_write_lock_.release(me);
   }
 
-  // XLogSetAsyncXactLSN: remember what the WAL writer must flush for async commits.
-  void set_async_xact_lsn(Proc<P>& me, Lsn lsn) {
+  // XLogSetAsyncXactLSN: remember what the WAL writer must flush for async commits. Returns
+  // whether to wake the writer (SetLatch): the LSN moved and wal_writer_flush_after is 0 or at
+  // least that many pages are unflushed below it.
+  bool set_async_xact_lsn(Proc<P>& me, Lsn lsn) {
     info_lck_.acquire(me);
-    if (async_xact_lsn_.get() < lsn.value) async_xact_lsn_.set(lsn.value);
+    const uint64_t prev = async_xact_lsn_.get();
+    if (prev < lsn.value) async_xact_lsn_.set(lsn.value);
     info_lck_.release();
+    if (lsn.value <= prev) return false;  // someone asked for more already
+    return writer_flush_after_ == 0 || pages_between(log_flush_result_.load(), lsn.value) >=
+                                           writer_flush_after_;
+  }
+
+  // ---- XLogBackgroundFlush, in pieces ("THE WAL WRITER'S SIDE" at the top). ----
+
+  // Steps 1-3: what one writer round would write: complete pages up to LogwrtRqst.Write, else
+  // asyncXactLSN; kInvalidLsn when everything asked for is flushed already.
+  Lsn background_request(Proc<P>& me) {
+    info_lck_.acquire(me);
+    uint64_t write = logwrt_rqst_write_.get();
+    info_lck_.release();
+    const uint64_t flushed = log_flush_result_.load();
+    write -= write % geom_.page_size;  // 1
+    if (write <= flushed) {            // 2
+      info_lck_.acquire(me);
+      write = async_xact_lsn_.get();
+      info_lck_.release();
+    }
+    return write <= flushed ? kInvalidLsn : Lsn{write};  // 3
+  }
+  // Step 4's page count: pages between the flushed position and write (flushblocks).
+  uint64_t pending_flush_pages(Lsn write) const {
+    return pages_between(log_flush_result_.load(), write.value);
+  }
+  // Step 5: write up to `write` and, if flush, make it durable (through the DeviceSync if any).
+  void background_write(Proc<P>& me, Lsn write, bool flush) {
+    const Lsn finished = strategy.wait_insertions(*this, me, write);
+    WALBENCH_CHECK(finished >= write, "I2 (background write)");
+    wal_write_lock_.acquire(me, kLwExclusive);
+    if (log_write_result_.load() < write.value || (flush && log_flush_result_.load() < write.value))
+      write_locked(me, write, flush);
+    wal_write_lock_.release(me);
+  }
+  // After a DeviceSync that began once this WAL was written up to `written`: it is durable.
+  void mark_flushed(Proc<P>& me, Lsn written) {
+    wal_write_lock_.acquire(me, kLwExclusive);
+    WALBENCH_CHECK(written.value <= log_write_result_.load(), "I3 (mark_flushed)");
+    if (log_flush_result_.load() < written.value) log_flush_result_.store(written.value);
+    wal_write_lock_.release(me);
+  }
+
+  // The writer's memory between rounds (XLogBackgroundFlush's static lastflush).
+  struct WriterClock {
+    uint64_t last_flush_ns = 0;
+    bool flushed_once = false;
+  };
+  // Step 4's decision; updates the clock when it says flush.
+  static bool background_should_flush(WriterClock& clk, uint64_t now_ns, uint64_t delay_ns,
+                                      uint32_t flush_after, uint64_t flushblocks) {
+    const bool flush = flush_after == 0 || !clk.flushed_once ||
+                       now_ns - clk.last_flush_ns >= delay_ns || flushblocks >= flush_after;
+    if (flush) {
+      clk.last_flush_ns = now_ns;
+      clk.flushed_once = true;
+    }
+    return flush;
+  }
+  // XLogBackgroundFlush: one writer round (steps 1-6). Returns whether there was work.
+  bool background_flush(Proc<P>& me, WriterClock& clk, uint64_t delay_ns, uint32_t flush_after) {
+    const Lsn write = background_request(me);
+    if (write == kInvalidLsn) return false;
+    const bool flush =
+        background_should_flush(clk, P::now_ns(), delay_ns, flush_after, pending_flush_pages(write));
+    background_write(me, write, flush);
+    preinitialise(me);
+    return true;
   }
   Lsn async_xact_lsn(Proc<P>& me) {
     info_lck_.acquire(me);
@@ -432,8 +690,9 @@ class Wal {
   }
 
   // XLogWrite with wal_write_lock_ held: copy [log_write_result_, upto) from the ring to storage
-  // in runs that neither wrap the ring nor cross a segment; then fsync if asked.
-  void write_locked(Proc<P>& me, Lsn upto, bool flush) {
+  // in runs that neither wrap the ring nor cross a segment; then fsync if asked (through the
+  // DeviceSync with the caller's ticket, if there is one).
+  void write_locked(Proc<P>& me, Lsn upto, bool flush, uint64_t device_ticket = 0) {
     uint64_t from = log_write_result_.load();
     if (from < upto.value) {
       me.set_wait(WaitEvent::kWalIoWrite);
@@ -454,7 +713,9 @@ class Wal {
       me.clear_wait();
     }
     if (flush && log_flush_result_.load() < log_write_result_.load()) {
-      if (fsync_) {
+      if (fsync_ && device_ != nullptr) {
+        device_->sync(me, storage_, device_ticket);  // group commit across the WALs (D2)
+      } else if (fsync_) {
         me.set_wait(WaitEvent::kWalIoSync);
         storage_.sync();
         charge_storage_sync<P>();
@@ -463,6 +724,11 @@ class Wal {
       log_flush_result_.store(log_write_result_.load());
       me.clear_wait();
     }
+  }
+
+  // flushblocks: whole pages between flushed and upto (upto / BLCKSZ - flushed / BLCKSZ).
+  uint64_t pages_between(uint64_t flushed, uint64_t upto) const {
+    return upto <= flushed ? 0 : upto / geom_.page_size - flushed / geom_.page_size;
   }
 
   const WalGeometry geom_;
@@ -484,6 +750,8 @@ class Wal {
 
   const BufferInit buffer_init_;
   bool fsync_ = true;
+  uint32_t writer_flush_after_ = 128;   // wal_writer_flush_after (pages), read-only during a run
+  DeviceSync<P>* device_ = nullptr;     // read-only during a run
   alignas(128) LWLock<P> buf_mapping_lock_;
   typename P::template Shared<uint64_t> initialized_upto_{0};
   // kLockFree (BI1-BI6): each hot word on its own line (our choice: no false sharing between
