@@ -263,7 +263,7 @@ std::vector<std::string> cell_warnings(const CellSpec& cell, const json& repetit
                                     rs.trend_warn_pct));
       else if (settled > w0 + step / 2)
         w.push_back(rep_prefix(r) +
-                    absl::StrFormat("throughput reached its window median (within %g%%) only %.2f s "
+                    absl::StrFormat("throughput reached its window median (within %g%%) only %.3g s "
                                     "after the start, past the warm-up of %g s: lengthen "
                                     "run.warmup_s",
                                     rs.trend_warn_pct, settled, w0));

@@ -423,6 +423,49 @@ int compare_command(const std::string& base, const std::string& next, std::ostre
     out << "settings that differ (BASE -> NEW):\n";
     for (const SettingDiff& d : pairing.differences) out << difference_line(d) << '\n';
   }
+  // The machine and the build are part of what a real-thread number measures: say where the
+  // two files differ in them (a simulated cell's numbers do not depend on the host, but they do
+  // on the code).
+  {
+    const json& bc = base_doc["context"];
+    const json& nc = next_doc["context"];
+    auto text_of = [](const json& ctx, const char* key) -> std::string {
+      if (!ctx.contains(key)) return "?";
+      return ctx[key].is_string() ? ctx[key].get<std::string>() : ctx[key].dump();
+    };
+    auto build_of = [&](const json& ctx) {
+      if (ctx.contains("build") && ctx["build"].is_object())
+        return text_of(ctx["build"], "type") + " " + text_of(ctx["build"], "compiler") + " " +
+               text_of(ctx["build"], "flags");
+      return text_of(ctx, "build_type") + " " + text_of(ctx, "compiler");
+    };
+    auto code_of = [&](const json& ctx) {
+      std::string sha = text_of(ctx, "git_sha").substr(0, 12);
+      if (ctx.value("git_dirty", false))
+        sha += "+dirty(" + text_of(ctx, "git_diff_hash").substr(0, 8) + ")";
+      return sha;
+    };
+    std::vector<std::string> lines;
+    for (const char* key : {"host", "cpu_model", "logical_cores", "kernel"})
+      if (text_of(bc, key) != text_of(nc, key))
+        lines.push_back(absl::StrFormat("  %s: %s -> %s", key, text_of(bc, key), text_of(nc, key)));
+    if (build_of(bc) != build_of(nc))
+      lines.push_back("  build: " + build_of(bc) + " -> " + build_of(nc));
+    if (code_of(bc) != code_of(nc)) lines.push_back("  code: " + code_of(bc) + " -> " + code_of(nc));
+    bool threads = false;
+    for (const json* d : {&base_doc, &next_doc})
+      for (const auto& c : (*d)["cells"])
+        if (c.contains("platform") && c["platform"].value("kind", std::string("threads")) == "threads")
+          threads = true;
+    if (!lines.empty()) {
+      out << "machine and build (BASE -> NEW):\n";
+      for (const auto& l : lines) out << l << '\n';
+      bool machine = false;
+      for (const auto& l : lines) machine |= l.rfind("  code:", 0) != 0;
+      if (threads && machine)
+        out << "  real-thread cells ran on another machine or build: their change includes it\n";
+    }
+  }
   const bool base_old = base_doc["context"]["schema_version"].get<int>() == 1;
   const bool next_old = next_doc["context"]["schema_version"].get<int>() == 1;
   if (base_old || next_old)

@@ -619,3 +619,45 @@ TEST_CASE("walbench compare BASE NEW on the command line: exit status and one-li
 
 }  // namespace
 }  // namespace walbench
+
+namespace walbench {
+namespace {
+
+TEST_CASE("compare names the machines and builds of two files, and the preset is a label", "[compare]") {
+  TempDir dir;
+  auto file = [&](const std::string& name, const json& context, const json& patch) {
+    json doc = {{"context", context},
+                {"cells", json::array({cell2("a", 4, kFour, patch)})}};
+    doc["context"]["schema_version"] = 2;
+    return dir.write(name, doc.dump(1));
+  };
+  const json threads = {{"platform", {{"kind", "threads"}, {"sim", nullptr}}}};
+  const std::string base = file("base.json",
+                                {{"host", "vm"}, {"cpu_model", "AMD EPYC"}, {"git_sha", "aaaaaaaaaaaa"},
+                                 {"build", {{"type", "Release"}, {"compiler", "GNU 12"}, {"flags", "-O3"}}}},
+                                threads);
+  const std::string next = file("next.json",
+                                {{"host", "big"}, {"cpu_model", "AMD EPYC"}, {"git_sha", "bbbbbbbbbbbb"},
+                                 {"git_dirty", true}, {"git_diff_hash", "12345678abcd"},
+                                 {"build", {{"type", "Debug"}, {"compiler", "GNU 12"}, {"flags", "-O0"}}}},
+                                threads);
+  const CompareRun r = run_compare(base, next);
+  INFO(r.out);
+  CHECK(r.out.find("machine and build (BASE -> NEW):\n"
+                   "  host: vm -> big\n"
+                   "  build: Release GNU 12 -O3 -> Debug GNU 12 -O0\n"
+                   "  code: aaaaaaaaaaaa -> bbbbbbbbbbbb+dirty(12345678)\n"
+                   "  real-thread cells ran on another machine or build: their change includes it\n") !=
+        std::string::npos);
+  // The same simulated machine under another preset name pairs; its memory-storage wal.path
+  // (unused) does not matter either.
+  const std::string p1 = file("p1.json", json::object(), {{"platform", {{"preset", "x.json"}}}, {"wal", {{"path", "/a"}}}});
+  const std::string p2 = file("p2.json", json::object(), {{"platform", {{"preset", "icelake_2s"}}}, {"wal", {{"path", "/b"}}}});
+  const CompareRun q = run_compare(p1, p2);
+  INFO(q.out);
+  CHECK(q.rc == 0);
+  CHECK(row_text(q.out, "a_4_clients") == "+0.0%");
+}
+
+}  // namespace
+}  // namespace walbench
