@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds walbench and runs the whole test suite: the conformance suite and the lock tests under
-# ThreadSanitizer (preset tsan), then every test of the release build through ctest.
+# Builds walbench and runs the whole test suite: the conformance suite, the lock tests and two
+# short real-thread runs under ThreadSanitizer (preset tsan), then every test of the release
+# build through ctest.
 # Usage: scripts/test.sh          (after scripts/setup.sh; uses all cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,10 +9,17 @@ jobs=$(nproc)
 
 echo "== ThreadSanitizer: conformance suite and locks"
 cmake --preset tsan >/dev/null
-cmake --build --preset tsan -j "$jobs" --target strategy_tests core_tests
+cmake --build --preset tsan -j "$jobs" --target strategy_tests core_tests walbench
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 build/tsan/strategy_tests "[conformance]"
 build/tsan/core_tests "[locks]"
+echo "== ThreadSanitizer: real-thread runs through the runner (window snapshots, WAL writer, ideal)"
+tsan_out=$(mktemp -d)
+trap 'rm -rf "$tsan_out"' EXIT
+build/tsan/walbench run configs/quick.json -q --set run.duration_s=0.2 --set run.warmup_s=0.1 \
+  --set 'matrix.clients=[4]' --set 'matrix.workload.record_size=[16,16384]' -o "$tsan_out/quick.json"
+build/tsan/walbench run configs/clog-group-update.json -q --set run.duration_s=0.2 \
+  --set run.warmup_s=0.1 --set run.repetitions=1 --set 'matrix.clients=[4]' -o "$tsan_out/clog.json"
 unset TSAN_OPTIONS
 
 echo "== Release build: all tests"
