@@ -243,10 +243,13 @@ std::vector<std::string> cell_warnings(const CellSpec& cell, const json& repetit
       const double first = inside.front().second, last = inside.back().second;
       const double mean = (first + last) / 2;
       if (mean > 0 && std::fabs(last - first) / mean * 100 > rs.trend_warn_pct)
-        w.push_back(rep_prefix(r) + absl::StrFormat(
-                                        "throughput drifts inside the window: first interval %.0f "
-                                        "tps, last %.0f tps (%+.0f%%, over run.trend_warn_pct = %g)",
-                                        first, last, (last / first - 1) * 100, rs.trend_warn_pct));
+        w.push_back(rep_prefix(r) +
+                    absl::StrFormat("throughput drifts inside the window: first interval %.0f "
+                                    "tps, last %.0f tps (%s, over run.trend_warn_pct = %g)",
+                                    first, last,
+                                    first > 0 ? absl::StrFormat("%+.0f%%", (last / first - 1) * 100)
+                                              : std::string("from none"),
+                                    rs.trend_warn_pct));
       std::vector<double> v;
       for (const auto& [t, tps] : inside) v.push_back(tps);
       const double m = median(v);

@@ -64,12 +64,13 @@ class ClogChoice {
     }
   }
 
-  // After the run: the SLRU counters and the strategy's own.
+  // The SLRU counters and the strategy's own; may be called while clients run (every value is
+  // a Counter, core/counter.h, or fixed at construction).
   nlohmann::json stats() const {
     const ClogCounters& c = clog_.counters();
     nlohmann::json j = {{"strategy", name_},
                         {"buffers", clog_.num_buffers()},
-                        {"pages", clog_.latest_page() + 1},
+                        {"pages", c.latest_page + 1},
                         {"page_hits", c.page_hits},
                         {"page_reads", c.page_reads},
                         {"page_writes", c.page_writes},

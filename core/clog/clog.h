@@ -119,6 +119,7 @@ struct ClogCounters {
   Counter page_zeroes;  // pages created by ExtendCLOG (and BootStrapCLOG)
   Counter wal_flushes;  // WAL flushes forced by writing a page with async commits (C4)
   Counter status_sets;  // status bits set
+  Counter latest_page;  // latest_page_, mirrored for readers outside the control lock
 };
 
 // A copy of the whole CLOG after a run, what the verifier reads: page p's bytes, or empty when
@@ -441,6 +442,7 @@ class Clog {
     sl.dirty.set(1);
     recently_used(slot);
     latest_page_.set(pageno);  // "Assume this page is now the latest active page"
+    counters_.latest_page = pageno;
   }
 
   std::vector<uint8_t> page_bytes(uint32_t slot) const {
