@@ -115,9 +115,10 @@ LatencySummaryMs summarize_latency(const std::vector<ClientCounters>& counters) 
 bool is_gauge_key(const std::string& key) {
   // Levels and names in model_stats() (harness/wal_cell.h, strategies/clog_choice.h) and the
   // simulator's counters: the CLOG's buffer count and pages, the largest CLOG group, the
-  // number of WAL streams, the CLOG strategy's name.
+  // number of WAL streams and CLOGs (ideal: one per client), a stream's ring size, the CLOG
+  // strategy's name.
   return key == "buffers" || key == "pages" || key == "largest_group" || key == "streams" ||
-         key == "strategy";
+         key == "strategy" || key == "ring_pages" || key == "clogs";
 }
 
 nlohmann::json counter_delta(const nlohmann::json& end, const nlohmann::json& start) {

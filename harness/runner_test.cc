@@ -544,6 +544,9 @@ TEST_CASE("counter snapshots are differenced member by member, gauges kept", "[r
   CHECK(d["clog"]["strategy"] == "x");
   CHECK(d["wait_ms"] == 2.5);
   CHECK(d["fsyncs"] == 3u);         // missing at the start: counted from 0
+  for (const char* gauge : {"buffers", "pages", "largest_group", "streams", "strategy", "ring_pages", "clogs"})
+    CHECK(is_gauge_key(gauge));
+  CHECK_FALSE(is_gauge_key("writes"));
 }
 
 TEST_CASE("latency percentiles interpolate inside a log bin", "[runner]") {
