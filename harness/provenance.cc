@@ -97,7 +97,8 @@ nlohmann::json source_tree_now() {
     return nullptr;
   bool ok = false;
   const std::string out = capture(shell_quote(b.cmake_command) + " -DSRC=" +
-                                      shell_quote(b.source_dir) + " -DFORMAT=json -P " +
+                                      shell_quote(b.source_dir) + " -DBASE=" +
+                                      shell_quote(b.git_sha) + " -DFORMAT=json -P " +
                                       shell_quote(script.string()) + " 2>/dev/null",
                                   &ok);
   if (!ok) return nullptr;
@@ -106,9 +107,10 @@ nlohmann::json source_tree_now() {
   return j;
 }
 
+// The same sources: their difference from the build's commit hashes as the build's did (both
+// empty when clean); commits that touch no source since do not count.
 static bool same_tree(const nlohmann::json& now, const BuildInfo& b) {
-  return now["git_sha"] == b.git_sha && now["git_dirty"] == b.git_dirty &&
-         now["git_diff_hash"] == b.git_diff_hash;
+  return now["git_diff_hash"] == b.git_diff_hash;
 }
 
 std::string stale_binary_warning() {
@@ -119,9 +121,10 @@ std::string stale_binary_warning() {
     return sha.substr(0, 12) + (diff_hash.empty() ? "" : "+dirty(" + diff_hash.substr(0, 8) + ")");
   };
   return "walbench: warning: this binary was built from " + name(b.git_sha, b.git_diff_hash) +
-         " but the source tree is now at " +
-         name(now["git_sha"].get<std::string>(), now["git_diff_hash"].get<std::string>()) +
-         "; results record the build's state (rebuild to run the sources as they are)\n";
+         " but the sources now differ from that (HEAD " +
+         now["git_sha"].get<std::string>().substr(0, 12) + ", difference " +
+         now["git_diff_hash"].get<std::string>().substr(0, 8) +
+         "); results record the build's state (rebuild to run the sources as they are)\n";
 }
 
 void set_command_line(int argc, char** argv) {

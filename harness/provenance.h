@@ -12,7 +12,7 @@ namespace walbench {
 
 struct BuildInfo {
   std::string git_sha;        // full commit hash of HEAD when built, or "unknown" (no git)
-  bool git_dirty;             // tracked changes or untracked files (outside results/) when built
+  bool git_dirty;             // changed or untracked source files when built (cmake/build_info.cmake)
   std::string git_diff_hash;  // SHA-256 of those changes ("" when clean)
   std::string build_type;     // CMAKE_BUILD_TYPE
   std::string compiler;       // compiler id and version
@@ -25,10 +25,11 @@ const BuildInfo& build_info();  // generated: build/<preset>/generated/build_inf
 // "walbench 0.1.0 (git 459b95f953a2+dirty, Release build)"
 std::string version_line();
 
-// The source tree's git state now, computed by the build's own rule (cmake/build_info.cmake,
-// run again), to catch a binary older than its sources, including further edits to a tree
-// that was already dirty: {"git_sha", "git_dirty", "git_diff_hash"}, or null where the source
-// directory, its git or cmake is gone.
+// The sources now, by the build's own rule (cmake/build_info.cmake run again, against the
+// build's commit), to catch a binary older than its sources, including further edits to a
+// tree that was already dirty: {"git_sha" (HEAD now), "git_dirty", "git_diff_hash" (of the
+// sources against the build's commit)}, or null where the source directory, git or cmake is
+// gone. The sources are the same exactly when git_diff_hash equals the build's.
 nlohmann::json source_tree_now();
 
 // "walbench: warning: this binary was built from X but the source tree is now at Y ..." when
