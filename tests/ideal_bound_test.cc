@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "harness/runner.h"
+#include "tests/sim_matrix.h"
 #include "strategies/strategy.h"
 
 using namespace walbench;
@@ -107,25 +108,7 @@ TEST_CASE("no strategy beats ideal on the simulated platform", "[ideal][sim]") {
       for (uint32_t clients : {1u, 4u, 16u, 64u})
         for (const Contender& c : all) cells.push_back(bound_cell(c, w, sync, clients));
     }
-  for (size_t i = 0; i < cells.size(); ++i) {
-    cells[i].index = i;
-    cells[i].total = cells.size();
-  }
-  const std::string path =
-      "/tmp/walbench-ideal-bound-" + std::to_string(::getpid()) + ".json";
-  RunOptions opts;
-  opts.output_path = path;
-  opts.quiet = true;
-  opts.jobs = 2;
-  std::ostringstream out, err;
-  const int rc = run_matrix(cells, opts, out, err);
-  INFO(err.str());
-  std::ifstream in(path);
-  const nlohmann::json doc = nlohmann::json::parse(in);
-  std::remove(path.c_str());
-  REQUIRE(rc == 0);
-  const nlohmann::json& got = doc.at("cells");
-  REQUIRE(got.size() == cells.size());
+  const nlohmann::json got = testing::run_sim_matrix(cells, "ideal-bound");
 
   // tps by (workload/sync, clients) then contender label.
   std::map<std::pair<std::string, uint32_t>, std::map<std::string, double>> tps;

@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "harness/runner.h"
+#include "tests/sim_matrix.h"
 #include "strategies/strategy.h"
 
 using namespace walbench;
@@ -53,25 +54,8 @@ CellSpec shape_cell(const std::string& label, const std::string& strategy,
 
 // Runs the cells (two at a time) and returns tps by (label, clients).
 std::map<std::pair<std::string, uint32_t>, double> run_cells(std::vector<CellSpec> cells) {
-  for (size_t i = 0; i < cells.size(); ++i) {
-    cells[i].index = i;
-    cells[i].total = cells.size();
-  }
-  const std::string path = "/tmp/walbench-sim-shape-" + std::to_string(::getpid()) + "-" +
-                           std::to_string(cells.front().clients) + "-" + cells.front().label + ".json";
-  RunOptions opts;
-  opts.output_path = path;
-  opts.quiet = true;
-  opts.jobs = 2;
-  std::ostringstream out, err;
-  const int rc = run_matrix(cells, opts, out, err);
-  INFO(err.str());
-  std::ifstream in(path);
-  const nlohmann::json doc = nlohmann::json::parse(in);
-  std::remove(path.c_str());
-  REQUIRE(rc == 0);
-  const nlohmann::json& got = doc.at("cells");
-  REQUIRE(got.size() == cells.size());
+  const nlohmann::json got = testing::run_sim_matrix(
+      cells, "sim-shape-" + std::to_string(cells.front().clients) + "-" + cells.front().label);
   std::map<std::pair<std::string, uint32_t>, double> tps;
   for (const nlohmann::json& c : got) {
     INFO(c.at("label") << " clients=" << c.at("clients") << ": " << c.at("error"));
