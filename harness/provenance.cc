@@ -41,12 +41,16 @@ std::string read_cpu_model() {
   return fallback.empty() ? "unknown" : fallback;
 }
 
-std::string utc_now_iso8601() {
+// The current time formatted by strftime, in UTC or in the local time zone.
+std::string format_now(const char* format, bool utc) {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
-  gmtime_r(&t, &tm);
+  if (utc)
+    gmtime_r(&t, &tm);
+  else
+    localtime_r(&t, &tm);
   char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  std::strftime(buf, sizeof buf, format, &tm);
   return buf;
 }
 
@@ -74,14 +78,7 @@ std::string shell_quote(const std::string& s) {
 
 }  // namespace
 
-std::string local_date() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
+std::string local_date() { return format_now("%Y-%m-%d", /*utc=*/false); }
 
 std::string version_line() {
   const BuildInfo& b = build_info();
@@ -139,7 +136,7 @@ nlohmann::ordered_json run_context() {
   nlohmann::ordered_json c;
   c["schema_version"] = kResultSchemaVersion;
   c["walbench_version"] = kWalbenchVersion;
-  c["date"] = utc_now_iso8601();
+  c["date"] = format_now("%Y-%m-%dT%H:%M:%SZ", /*utc=*/true);
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
   c["host"] = std::string(host);

@@ -40,16 +40,20 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
+// Runs sim_config() into `path` (the result file both tests start from).
+void run_sim_config(const std::string& path) {
+  RunOptions opts;
+  opts.output_path = path;
+  opts.config = nlohmann::json(sim_config());
+  std::ostringstream out, err;
+  REQUIRE(run_matrix(expand_matrix(sim_config(), "sim.json"), opts, out, err) == 0);
+}
+
 TEST_CASE("per-transaction lock acquisitions cover exactly the window's transactions",
           "[runner][rerun]") {
   TempDir dir;
-  const auto cells = expand_matrix(sim_config(), "sim.json");
-  RunOptions opts;
-  opts.output_path = dir.file("sim.json");
-  opts.config = nlohmann::json(sim_config());
-  std::ostringstream out, err;
-  REQUIRE(run_matrix(cells, opts, out, err) == 0);
-  const nlohmann::json doc = read_json(opts.output_path);
+  run_sim_config(dir.file("sim.json"));
+  const nlohmann::json doc = read_json(dir.file("sim.json"));
   for (const auto& cell : doc["cells"]) {
     INFO(cell["label"]);
     const auto& rep = cell["repetitions"][0];
@@ -83,20 +87,17 @@ TEST_CASE("per-transaction lock acquisitions cover exactly the window's transact
 TEST_CASE("a simulated cell reruns from the result file alone into the identical cell",
           "[runner][rerun]") {
   TempDir dir;
-  const auto cells = expand_matrix(sim_config(), "sim.json");
-  RunOptions opts;
-  opts.output_path = dir.file("first.json");
-  opts.config = nlohmann::json(sim_config());
-  std::ostringstream out, err;
-  REQUIRE(run_matrix(cells, opts, out, err) == 0);
+  const std::string first_path = dir.file("first.json");
+  run_sim_config(first_path);
 
+  std::ostringstream out, err;
   RerunOptions ro;
-  ro.result_path = opts.output_path;
+  ro.result_path = first_path;
   ro.cells = {1};
   ro.output_path = dir.file("again.json");
   ro.quiet = true;
   REQUIRE(rerun_command(ro, out, err) == 0);
-  const nlohmann::json first = read_json(opts.output_path);
+  const nlohmann::json first = read_json(first_path);
   const nlohmann::json again = read_json(ro.output_path);
   REQUIRE(again["cells"].size() == 1);
   nlohmann::json a = first["cells"][1], b = again["cells"][0];
@@ -105,7 +106,7 @@ TEST_CASE("a simulated cell reruns from the result file alone into the identical
   const nlohmann::json diff = nlohmann::json::diff(a, b);
   INFO(diff.dump());
   CHECK(diff.empty());
-  CHECK(again["context"]["rerun_of"]["file"] == opts.output_path);
+  CHECK(again["context"]["rerun_of"]["file"] == first_path);
   CHECK(again["context"]["rerun_of"]["cells"] == nlohmann::json::array({1}));
 
   // The output file is not overwritten without --force; a missing cell is named.
