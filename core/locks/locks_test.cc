@@ -767,9 +767,12 @@ TEST_CASE("lwlock: wake-up rules", "[locks][lwlock]") {
       REQUIRE(eventually([&] { return holding.load() == 2; }));
       th.join();
       REQUIRE(lock.debug_state() == kFree);
-      // Each waiter was woken exactly once: the second one only by the first one's release.
-      REQUIRE(stats(procs, 1).sleeps == 1);
-      REQUIRE(stats(procs, 2).sleeps == 1);
+      // Each waiter slept on its semaphore; that the second one was not woken by the holder's
+      // release is pinned above (still queued, lw_waiting WAITING, after waiter 1 got the lock).
+      // `sleeps` also counts backoff sleeps on the wait-list lock, which a loaded machine (CI
+      // under ThreadSanitizer) adds, so its exact value is not the wake-up count.
+      REQUIRE(stats(procs, 1).sleeps >= 1);
+      REQUIRE(stats(procs, 2).sleeps >= 1);
     }
   }
 
