@@ -94,6 +94,12 @@
 //   reference must outlive the Simulation (declare the Simulation after them). During unwinding P
 //   operations are plain; a Semaphore::wait that would block then aborts.
 //
+// FILES
+//   sim_config.cc (SimConfig: JSON, presets, validation; counters and outcome reports), sim.cc
+//   (construction, fibers, scheduler, dispatch onto hardware threads), sim_coherence.cc (cache
+//   lines, P accesses, spinning), sim_os.cc (work, copies, CRC, fences, sleeps, semaphores),
+//   sim_storage.cc (page cache and device), sim_internal.h (what they share).
+//
 // SANITIZERS
 //   Fiber switches carry TSan (__tsan_switch_to_fiber) and ASan (__sanitizer_*_switch_fiber)
 //   annotations, so the sim builds and runs under both. TSan sees one thread: it cannot find races

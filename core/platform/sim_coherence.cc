@@ -1,0 +1,274 @@
+// The sim platform's cost model for shared memory: cache lines (holders, owner, busy time),
+// transfers between cores, sockets and memory, the fiber side of every P access, and spinning
+// (parking and replay). Design: sim.h ("COST MODEL", "SPINNING").
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <utility>
+
+#include "core/platform/sim.h"
+#include "core/platform/sim_internal.h"
+
+namespace walbench {
+
+using sim_internal::kLineCache;
+
+// =============================================================================================
+// Cost model: lines
+// =============================================================================================
+uint32_t Simulation::line_id(const void* p) {
+  const uintptr_t key = reinterpret_cast<uintptr_t>(p) >> 6;
+  CacheSlot& slot = line_cache_[(key ^ (key >> 12)) & (kLineCache - 1)];
+  if (slot.key_plus_1 == key + 1) return slot.id;
+  auto [it, inserted] = line_map_->map.try_emplace(key, static_cast<uint32_t>(lines_.size()));
+  if (inserted) {
+    lines_.emplace_back();
+    holders_.resize(holders_.size() + words_, 0);
+  }
+  slot.key_plus_1 = key + 1;
+  slot.id = it->second;
+  return it->second;
+}
+
+bool Simulation::any_holder(uint32_t line, uint32_t lo, uint32_t hi, uint32_t except) const {
+  if (lo >= hi) return false;
+  const uint64_t* b = &holders_[size_t{line} * words_];
+  for (uint32_t w = lo / 64; w <= (hi - 1) / 64; ++w) {
+    uint64_t m = b[w];
+    if (m == 0) continue;
+    const uint32_t base = w * 64;
+    if (lo > base) m &= ~uint64_t{0} << (lo - base);
+    if (hi < base + 64) m &= (uint64_t{1} << (hi - base)) - 1;
+    if (except >= base && except < base + 64) m &= ~(uint64_t{1} << (except - base));
+    if (m != 0) return true;
+  }
+  return false;
+}
+
+uint64_t Simulation::cluster_ns() {
+  if (cfg_.cores_per_cluster == 0) return socket_ns();  // the socket is the cluster
+  ++counters_.cluster_transfers;
+  return cfg_.same_cluster_transfer_ns;
+}
+uint64_t Simulation::socket_ns() {
+  ++counters_.socket_transfers;
+  return cfg_.same_socket_transfer_ns;
+}
+uint64_t Simulation::cross_ns() {
+  ++counters_.cross_socket_transfers;
+  return cfg_.cross_socket_transfer_ns;
+}
+
+uint64_t Simulation::transfer_ns(uint32_t from, uint32_t to) {
+  if (cluster_lo_[from] == cluster_lo_[to]) return cluster_ns();
+  if (socket_of_[from] == socket_of_[to]) return socket_ns();
+  return cross_ns();
+}
+
+// A read miss: from the owner, else the nearest holder, else memory.
+uint64_t Simulation::read_latency(uint32_t line, uint32_t c) {
+  const Line& l = lines_[line];
+  if (l.owner >= 0) return transfer_ns(static_cast<uint32_t>(l.owner), c);
+  if (any_holder(line, cluster_lo_[c], cluster_hi_[c], c)) return cluster_ns();
+  if (any_holder(line, socket_lo_[c], socket_hi_[c], c)) return socket_ns();
+  if (any_holder(line, 0, cfg_.cores, c)) return cross_ns();
+  ++counters_.memory_fetches;
+  return cfg_.memory_ns;
+}
+
+// A write or RMW by a core that does not own the line: invalidate the farthest copy (or fetch
+// from memory if nobody has it; an unshared copy of our own upgrades at hit cost).
+uint64_t Simulation::write_latency(uint32_t line, uint32_t c) {
+  if (any_holder(line, 0, socket_lo_[c], c) || any_holder(line, socket_hi_[c], cfg_.cores, c))
+    return cross_ns();
+  if (any_holder(line, socket_lo_[c], cluster_lo_[c], c) || any_holder(line, cluster_hi_[c], socket_hi_[c], c))
+    return socket_ns();
+  if (any_holder(line, cluster_lo_[c], cluster_hi_[c], c)) return cluster_ns();
+  const uint64_t* b = &holders_[size_t{line} * words_];
+  if (b[c / 64] >> (c % 64) & 1) {
+    ++counters_.line_hits;
+    return cfg_.line_hit_ns;
+  }
+  ++counters_.memory_fetches;
+  return cfg_.memory_ns;
+}
+
+// =============================================================================================
+// Fiber side: ordering, accesses, spinning
+// =============================================================================================
+void Simulation::yield_ready(Fiber& f) {
+  f.state = Fiber::State::kReady;
+  ++f.token;
+  const Event mine{f.clock, seq_++, f.index, f.token};
+  f.event_time = f.clock;
+  if (!has_pending_ && !heap_.empty() && earlier(heap_.front(), mine)) {
+    pending_ = heap_.front();  // what the scheduler would pop next
+    sift_down_from_root(mine);
+    has_pending_ = true;
+  } else {
+    heap_push(mine);
+  }
+  switch_out(f);
+}
+
+void Simulation::slice_expired(Fiber& f) {
+  if (runq_.empty()) {
+    f.slice_end = f.clock + cfg_.time_slice_ns;
+    return;
+  }
+  ++counters_.preemptions;
+  release_cpu(f, f.clock);  // the run queue's head gets the CPU
+  f.state = Fiber::State::kRunQueue;
+  f.ready_at = f.clock;
+  runq_.push_back(f.index);
+  switch_out(f);  // back when dispatched again
+}
+
+uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
+  if (f.replay) end_replay(f);
+  if (k != Access::kRead) f.spin_addr = nullptr;
+  sync(f);
+  const uint32_t id = line_id(p);
+  Line& l = lines_[id];
+  const uint32_t c = f.core;
+  const uint64_t t = f.clock;
+  ++counters_.shared_ops;
+  uint64_t* bits = &holders_[size_t{id} * words_];
+  const uint64_t mine = uint64_t{1} << (c % 64);
+  if (k == Access::kRead) {
+    last_start_ = t;
+    if (bits[c / 64] & mine) {
+      ++counters_.line_hits;
+      f.clock = t + cfg_.line_hit_ns;
+      return id;
+    }
+    const uint64_t lat = read_latency(id, c);
+    const uint64_t start = std::max(t, l.busy_until);
+    counters_.line_wait_ns += start - t;
+    f.clock = start + lat;
+    l.owner = -1;  // the owner keeps a shared copy
+    bits[c / 64] |= mine;
+    return id;
+  }
+  uint64_t lat;
+  if (l.owner == static_cast<int32_t>(c)) {
+    ++counters_.line_hits;
+    lat = cfg_.line_hit_ns;
+  } else {
+    lat = write_latency(id, c);
+  }
+  const uint64_t start = std::max(t, l.busy_until);
+  last_start_ = start;
+  counters_.line_wait_ns += start - t;
+  const uint64_t done = start + lat + (k == Access::kRmw ? cfg_.rmw_extra_ns : 0);
+  f.clock = done;
+  l.busy_until = done;
+  l.owner = static_cast<int32_t>(c);
+  for (uint32_t w = 0; w < words_; ++w) bits[w] = 0;
+  bits[c / 64] = mine;
+  return id;
+}
+
+// A value-changing write took effect at `at` (its start; it completes when the line stops being
+// busy). Parked spinners resume then: their replay ends at `at` and their next load waits for the
+// line like an unparked spinner's load would (so parking does not change the timeline).
+void Simulation::notify_write(uint32_t line, uint64_t at) {
+  Line& l = lines_[line];
+  ++l.version;
+  int32_t g = l.parked_head;
+  if (g < 0) return;
+  l.parked_head = -1;
+  while (g >= 0) {
+    Fiber& w = *fibers_[static_cast<uint32_t>(g)];
+    g = w.park_next;
+    w.park_line = kNoLine;
+    w.park_prev = w.park_next = -1;
+    w.park_timed = true;
+    push_event(w, std::max(at, w.clock));  // supersedes the deadline event
+    ++counters_.park_wakes;
+  }
+}
+
+void Simulation::external_write(const void* p) { notify_write(line_id(p), now_); }
+
+bool Simulation::replay_load(Fiber& f, const void* p, uint64_t* bits) {
+  if (p == f.replay_addr && f.clock < f.replay_until) {
+    f.clock += cfg_.line_hit_ns;
+    ++counters_.replayed_loads;
+    *bits = f.replay_bits;
+    return true;
+  }
+  end_replay(f);
+  return false;
+}
+
+void Simulation::end_replay(Fiber& f) {
+  f.replay = false;
+  if (f.clock < f.replay_until) f.clock = f.replay_until;
+}
+
+void Simulation::note_load(Fiber& f, const void* p, uint32_t line, uint64_t bits) {
+  if (p == f.spin_addr && bits == f.spin_bits && f.spun && lines_[line].version == f.spin_version) {
+    ++f.spin_count;
+  } else {
+    f.spin_addr = p;
+    f.spin_bits = bits;
+    f.spin_line = line;
+    f.spin_version = lines_[line].version;
+    f.spin_count = 0;
+  }
+  f.spun = false;
+}
+
+void Simulation::park(Fiber& f, uint32_t line, uint64_t deadline, bool timed) {
+  Line& l = lines_[line];
+  f.park_line = line;
+  f.park_prev = -1;
+  f.park_next = l.parked_head;
+  if (l.parked_head >= 0) fibers_[static_cast<uint32_t>(l.parked_head)]->park_prev = static_cast<int32_t>(f.index);
+  l.parked_head = static_cast<int32_t>(f.index);
+  f.state = Fiber::State::kParked;
+  f.park_timed = timed;
+  if (timed) {
+    push_event(f, deadline);
+  } else {
+    ++f.token;  // no live event
+    if (untimed_parked_.size() >= 2 * fibers_.size()) {  // drop entries woken since
+      std::erase_if(untimed_parked_, [this](uint32_t i) {
+        const Fiber& g = *fibers_[i];
+        return g.state != Fiber::State::kParked || g.park_timed;
+      });
+    }
+    untimed_parked_.push_back(f.index);
+  }
+  switch_out(f);  // the scheduler sets wake_time
+}
+
+void Simulation::park_waiter(Fiber& f, uint32_t line) {
+  ++counters_.wait_parks;
+  // Only a fiber waiting for a CPU needs this one to come back before the line changes.
+  const bool timed = !runq_.empty();
+  park(f, line, std::max(f.clock, f.slice_end), timed);
+  if (f.clock < f.wake_time) f.clock = f.wake_time;
+}
+
+void Simulation::op_spin_delay() {
+  Fiber* fp = cur_;
+  if (fp == nullptr) return;
+  Fiber& f = *fp;
+  f.clock += cfg_.pause_ns;
+  if (f.replay) return;
+  f.spun = true;
+  if (cfg_.spin_park_after != 0 && f.spin_addr != nullptr && f.spin_count >= cfg_.spin_park_after &&
+      lines_[f.spin_line].version == f.spin_version) {
+    ++counters_.spin_parks;
+    park(f, f.spin_line, f.clock + cfg_.spin_park_max_ns, /*timed=*/true);
+    f.replay = true;
+    f.replay_addr = f.spin_addr;
+    f.replay_bits = f.spin_bits;
+    f.replay_until = f.wake_time;
+    return;
+  }
+  sync(f);
+}
+}  // namespace walbench
