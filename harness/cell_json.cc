@@ -78,6 +78,7 @@ ojson cell_setup_json(const CellSpec& cell) {
   c["params"] = ojson(cell.strategy_params);
   c["clients"] = cell.clients;
   c["matrix"] = ojson(cell.matrix_values);
+  c["set"] = ojson(cell.variant_set);
   c["platform"] = ojson(to_json(cell.platform));
   c["workload"] = ojson(to_json(cell.workload));
   c["wal"] = ojson(to_json(cell.wal));

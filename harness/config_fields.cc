@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/platform/sim.h"
 #include "strategies/strategy.h"
 
 namespace walbench::config_internal {
@@ -168,15 +169,46 @@ std::vector<std::string> strategy_names() {
   return names;
 }
 
-// Every key a matrix may hold (for "did you mean").
-std::vector<std::string> matrix_keys() {
-  std::vector<std::string> keys = {"strategy", "clients"};
+std::vector<std::string> sim_param_keys() {
+  std::vector<std::string> keys;
+  for (const std::string& k : SimConfig::json_keys())
+    if (k != "kind" && k != "preset_file" && find_field(kPlatformPrefix + k) == nullptr)
+      keys.push_back(k);
+  return keys;
+}
+
+bool is_sim_param(const std::string& key) {
+  const auto keys = sim_param_keys();
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+std::vector<std::string> settable_paths() {
+  std::vector<std::string> keys;
   for (const auto& f : field_defs()) keys.push_back(std::string(f.section) + "." + f.key);
+  for (const auto& k : sim_param_keys()) keys.push_back(kPlatformPrefix + k);
   std::set<std::string> params;
   for (const auto& s : strategies())
     for (const auto& p : s.params) params.insert(p.name);
-  for (const auto& p : params) keys.push_back("strategy.params." + p);
+  for (const auto& p : params) keys.push_back(kParamsPrefix + p);
   return keys;
+}
+
+// Every key a matrix may hold (for "did you mean").
+std::vector<std::string> matrix_keys() {
+  std::vector<std::string> keys = {"strategy", kVariantsKey, "clients"};
+  for (const auto& k : settable_paths()) keys.push_back(k);
+  return keys;
+}
+
+std::string want_label(const OJson& v, const Where& w) {
+  const std::string label = want_string(v, w);
+  const bool bad = label.empty() || label.size() > 64 ||
+                   std::any_of(label.begin(), label.end(), [](char c) {
+                     return std::isspace(static_cast<unsigned char>(c)) ||
+                            std::iscntrl(static_cast<unsigned char>(c));
+                   });
+  if (bad) fail(w, show(v) + " is not a usable label", "1..64 characters without spaces");
+  return label;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -324,16 +356,7 @@ Variant parse_variant(const OJson& v, const Where& w) {
          closest_match(name, strategy_names()));
   out.label = name;
   if (obj.contains("label")) {
-    const Where wl = w / "label";
-    const std::string label = want_string(obj["label"], wl);
-    const bool bad = label.empty() || label.size() > 64 ||
-                     std::any_of(label.begin(), label.end(), [](char c) {
-                       return std::isspace(static_cast<unsigned char>(c)) ||
-                              std::iscntrl(static_cast<unsigned char>(c));
-                     });
-    if (bad) fail(wl, show(obj["label"]) + " is not a usable label",
-                  "1..64 characters without spaces");
-    out.label = label;
+    out.label = want_label(obj["label"], w / "label");
     out.label_given = true;
   }
   out.params = nlohmann::json::object();

@@ -94,7 +94,10 @@ struct CellSpec {
   // Position in the matrix.
   size_t index = 0;
   size_t total = 1;
-  std::string label;                    // variant label (row prefix in reports)
+  // Row prefix in reports: the strategy variant's label; with matrix "variants" (override
+  // variants, harness/config.h), the override variant's label, or "<strategy label>+<variant
+  // label>" when the config has several strategy variants.
+  std::string label;
   std::string strategy;                 // registry name
   nlohmann::json strategy_params = nlohmann::json::object();  // validated, defaults filled in
   uint32_t clients = 1;
@@ -106,6 +109,10 @@ struct CellSpec {
   RunSpec run;
   // The matrix values that vary for this cell ({"clients": 8, "workload.record_size": 16, ...}).
   nlohmann::json matrix_values = nlohmann::json::object();
+  // The override variant's "set" (dotted config path -> value as given in the config), {} when
+  // the config has no matrix "variants". Its values are already applied to the blocks above;
+  // this records which paths the label stands for (reports leave them out of a table's key).
+  nlohmann::json variant_set = nlohmann::json::object();
 };
 
 }  // namespace walbench
