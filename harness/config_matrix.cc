@@ -2,9 +2,15 @@
 // cells: the cartesian product of the matrix, each cell resolved and put through the
 // cross-field checks and the host-limit checks of simulated cells.
 //
+// Override variants (matrix "variants") are a dimension of their own, after the strategy
+// variants: each cell applies its variant's "set" entries as it applies matrix values. Simulator
+// parameters (platform.<name>, from the matrix or a variant) are gathered per cell and the
+// machine resolved once with all of them over the base platform's keys.
+//
 // Errors: by default the first one throws. config_errors() (config.h) instead passes a list:
 // every independent part (a top-level key, a section key, a matrix key, each item of a matrix
-// list, each variant) is then tried and its error recorded, and what failed is left out of the
+// list, each variant, each entry of an override variant's "set") is then tried and its error
+// recorded, and what failed is left out of the
 // plan, so that the errors reported are those of the config, not consequences of an earlier one.
 #include "harness/config_internal.h"
 
