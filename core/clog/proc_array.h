@@ -5,8 +5,9 @@
 //
 // ORIGIN
 //   PostgreSQL storage/ipc/procarray.c, 9.6-13: ProcArrayEndTransaction,
-//   ProcArrayEndTransactionInternal, ProcArrayGroupClearXid (0e141c0fbb, Amit Kapila, committed
-//   by Robert Haas 2015-08-06, thread "Reduce ProcArrayLock contention"; the list is detached
+//   ProcArrayEndTransactionInternal, ProcArrayGroupClearXid (0e141c0fbb "Reduce ProcArrayLock
+//   contention by removing backends in batches.", Amit Kapila, heavily revised and committed by
+//   Robert Haas 2015-08-06, PG 9.6; the list is detached
 //   with an exchange since 2f39106a20, 2018; wait event ProcArrayGroupUpdate since PG 10) and
 //   GetSnapshotData (the pre-14 version that scans every PGXACT under ProcArrayLock shared).
 //   PROTOCOLS.md section 6. The CLOG group update of PG 11 (strategies/clog_group_update) copied
