@@ -38,6 +38,14 @@
 //   TransactionIdCommitTree / TransactionIdAsyncCommitTree (with the commit's end LSN as the
 //   group LSN), then the Proc's xids are cleared (ProcArrayEndTransaction's part we model).
 //   Non-transactional emit_message touches neither XidGen nor the CLOG (none is built).
+//   Visibility and snapshots (README "CLOG as the experiment saw it"): every pgbench statement
+//   that finds a row by key (accounts update; tellers and branches updates; each SELECT ... FOR
+//   UPDATE) checks it: with probability clog.hint_bit_miss its hint bit is unset and the check
+//   calls TransactionIdGetStatus (CLOG control lock shared) for an xid drawn uniformly from
+//   those handed out. With clog.procarray on, every statement that reads or writes a table takes
+//   a snapshot (GetSnapshotData, ProcArrayLock shared), and the commit ends with
+//   ProcArrayEndTransaction (core/clog/proc_array.h) instead of the owner clearing its xid.
+//   Each statement's client overhead is reported to the sampler as Client:ClientRead.
 #pragma once
 
 #include <atomic>
