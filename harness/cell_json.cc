@@ -44,7 +44,9 @@ json to_json(const ClogSpec& c) {
   return {{"strategy", c.strategy},
           {"params", c.params},
           {"clog_buffers", c.clog_buffers},
-          {"page_size", c.page_size}};
+          {"page_size", c.page_size},
+          {"hint_bit_miss", c.hint_bit_miss},
+          {"procarray", c.procarray}};
 }
 
 json to_json(const WorkloadSpec& w) {

@@ -109,6 +109,14 @@ const std::vector<FieldDef>& field_defs() {
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.clog.page_size = static_cast<uint32_t>(want_int(v, w, 1024, 32768, true));
        }},
+      {"clog", "hint_bit_miss",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.clog.hint_bit_miss = want_number(v, w, 0, false, 1);
+       }},
+      {"clog", "procarray",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.clog.procarray = want_string(v, w, {"off", "exclusive", "group_clear"});
+       }},
       {"run", "duration_s",
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.run.duration_s = want_number(v, w, 0, true, 1e6);

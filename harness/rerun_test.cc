@@ -23,7 +23,7 @@ using testing::TempDir;
 
 // emit_message with synchronous commit on 16 simulated cores: per transaction one message
 // record and one commit record, each inserted under one WALInsert acquisition; one XidGen
-// acquisition; one CLOG status set under XactSLRU.
+// acquisition; one CLOG status set under CLogControlLock.
 nlohmann::ordered_json sim_config() {
   return nlohmann::ordered_json::parse(R"({
     "platform": {"kind": "sim", "preset": "icelake_2s", "cores": 16},
@@ -59,9 +59,9 @@ TEST_CASE("per-transaction lock acquisitions cover exactly the window's transact
     INFO(cell["label"]);
     const auto& rep = cell["repetitions"][0];
     const auto& locks = rep["per_txn"]["locks"];
-    CHECK(locks["LWLock:WALInsert"]["acquisitions"] == 2.0);  // message + commit
-    CHECK(locks["LWLock:XidGen"]["acquisitions"] == 1.0);
-    CHECK(locks["LWLock:XactSLRU"]["acquisitions"] == 1.0);
+    CHECK(locks["LWLock:wal_insert"]["acquisitions"] == 2.0);  // message + commit
+    CHECK(locks["LWLock:XidGenLock"]["acquisitions"] == 1.0);
+    CHECK(locks["LWLock:CLogControlLock"]["acquisitions"] == 1.0);
     CHECK(rep["per_txn"]["records"] == 2.0);
     CHECK(rep["per_txn"]["xids"] == 1.0);
     // The window is the timed window, not the whole run: the clients' transaction-aligned
@@ -70,7 +70,7 @@ TEST_CASE("per-transaction lock acquisitions cover exactly the window's transact
     const int64_t window_txns = rep["window"]["txns"].get<int64_t>();
     const int64_t txns = rep["txns"].get<int64_t>();
     CHECK(std::llabs(window_txns - txns) <= 2 * 8);
-    CHECK(rep["lock_stats"]["LWLock:WALInsert"]["acquisitions"].get<int64_t>() == 2 * window_txns);
+    CHECK(rep["lock_stats"]["LWLock:wal_insert"]["acquisitions"].get<int64_t>() == 2 * window_txns);
     // A 100-byte message makes a 155-byte record (55 + N for N <= 226), 160 MAXALIGNed; the
     // commit record is 34 bytes, 40 aligned.
     CHECK(rep["per_txn"]["wal_bytes"] == 200.0);

@@ -57,6 +57,12 @@ struct ClogSpec {
   nlohmann::json params = nlohmann::json::object();  // the strategy's parameters, defaults filled in
   uint32_t clog_buffers = 128;          // SLRU buffers: Min(128, Max(4, NBuffers/512)) in PG 9.6-16
   uint32_t page_size = 8192;            // BLCKSZ: 4 xids per byte, 32768 per page
+  // pgbench workloads: probability that a tuple a statement checks has no hint bit set, so
+  // that its visibility check calls TransactionIdGetStatus (core/clog/clog.h, README "CLOG").
+  double hint_bit_miss = 0.5;
+  // How committers clear their xid from the ProcArray and whether statements take snapshots:
+  // "off" | "exclusive" (PG <= 9.5) | "group_clear" (PG 9.6+, 0e141c0fbb); core/clog/proc_array.h.
+  std::string procarray = "off";
 };
 
 struct WorkloadSpec {
