@@ -16,6 +16,11 @@
 //     wait-list lock when LW_FLAG_HAS_WAITERS is clear.
 //   9b38d46d9f (9.2) introduced LWLockAcquireOrWait for group commit on WALWriteLock.
 //   Facts: PROTOCOLS.md sections 2 and 3. Our code, not theirs.
+//   Store order (core/platform/platform.h STORE ORDER): the state word, the atomic variable
+//   and the wait-list lock move only by RMWs (full barriers, as pg_atomic_fetch_* and
+//   pg_atomic_exchange_u64 are); lwWaiting is a plain field in PGPROC, so its stores are plain:
+//   relaxed under the wait-list lock or by its owner, release in the wake path (where
+//   PostgreSQL has pg_write_barrier() before it); the queue links (P::Shared) are plain stores.
 //
 // DESIGN SUMMARY
 //   One P::Atomic<uint32_t> state word holds the holders (shared count in bits 0-23, EXCLUSIVE
