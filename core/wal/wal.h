@@ -50,6 +50,27 @@
 //   I2  The writer writes [log_write_result_, upto) only with upto <= a wait_insertions() result.
 //   I3  log_write_result_ and log_flush_result_ only grow; flush <= write.
 //   I4  The record copy ends exactly at the reserved end (the MAXALIGN padding stays zero).
+// PAGE INITIALISATION AND RING BYTES, AS THEY COST (AdvanceXLInsertBuffer, GetXLogBuffer,
+// CopyXLogRecordToWAL and XLogWrite of PostgreSQL 17, checked against REL_17_STABLE xlog.c and
+// bc22dc0e0d)
+//   - init_page (both BufferInit paths): MemSet of the whole page, then the header fields, between
+//     xlblocks = Invalid and xlblocks = new end with write barriers, under WALBufMappingLock
+//     (kMappingLock) or by the page's reserver (kLockFree). The memset is a write into lines the
+//     page's previous occupants hold (the clients that copied into it one lap ago, the
+//     XLogWrite caller that read it): charged through P::touch_range (sim.h "RANGES").
+//   - Eviction: the slot's old page unwritten -> raise LogwrtRqst, WaitXLogInsertionsToFinish,
+//     WALWriteLock, XLogWrite up to the old page's end only (WriteRqst.Write = OldPageRqstPtr,
+//     no flush), pgWalUsage.wal_buffers_full++; the writer's read of the ring is charged as
+//     reading lines other cores wrote.
+//   - GetXLogBuffer: the backend-local cachedPage fast path (no shared access), else one
+//     xlblocks read and pg_read_barrier (a compiler barrier on x86: no cost).
+//   - copy_record: every byte copied into the ring, including the continuation fields of a page
+//     header, is a range write: a record sharing its first or last line with a neighbour
+//     written by another core pays that line's transfer.
+//   Departures: WAL page bytes are charged per 4 KiB block and per partial edge line, not per
+//   line (sim.h "RANGES"); XLogWrite's closing update of LogwrtRqst under info_lck and the
+//   checks of XLogCtl->InitializedFrom / RecoveryInProgress are not modelled.
+//
 // Lock order: buf_mapping_lock_ is never held while waiting for insertions or for
 // wal_write_lock_ (AdvanceXLInsertBuffer releases it first). wait_insertions() is never called
 // with wal_write_lock_ held (inserters may need that lock to evict a page). With a DeviceSync:
