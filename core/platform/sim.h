@@ -55,7 +55,9 @@
 //   storage write that moves the bytes (which charges bandwidth as for private memory):
 //     write by core c: each full line of a block that another core holds (writer or reader)
 //       costs transfer(holder, c) / kRangeLineParallelism (an RFO or invalidation, overlapped
-//       with the next ones: ~10 outstanding misses per core); a partial first or last line
+//       with the next ones: current x86 cores keep some 16-32 L1/L2 misses in flight, taken as
+//       24 a priori; the charge is added to the copy's bandwidth time, not overlapped with it,
+//       which is pessimistic for streams of remote lines); a partial first or last line
 //       (the bytes beside it belong to a neighbour record or header) costs one whole transfer
 //       from the block's writer: the RFO must fetch the neighbour's bytes and nothing
 //       overlaps it. Then writer = c, reader = -1.
@@ -400,7 +402,7 @@ class Simulation {
 
   // ---- WAL-byte ranges (sim_ranges.cc; "RANGES" at the top) -------------------------------
   static constexpr size_t kRangeBlockBytes = 4096;
-  static constexpr uint32_t kRangeLineParallelism = 10;
+  static constexpr uint32_t kRangeLineParallelism = 24;
   struct RangeCounters {
     uint64_t partial_line_transfers = 0;  // whole transfers for a first/last partial line
     uint64_t remote_lines_written = 0;    // full lines written that another core held
