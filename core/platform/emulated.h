@@ -349,6 +349,7 @@ struct EmulatedPlatform {
   static uint64_t now_ns() { return Base::now_ns(); }
   static void work(uint64_t ns) { Base::work(ns); }
   static void copy(void* dst, const void* src, size_t n) { Base::copy(dst, src, n); }
+  static void touch_range(const void* p, size_t n, RangeAccess k) { Base::touch_range(p, n, k); }
   static void sleep_ns(uint64_t ns) { Base::sleep_ns(ns); }
   static void spin_delay() { Base::spin_delay(); }  // pg_spin_delay(): still PAUSE
   static void memory_barrier() { Base::memory_barrier(); }

@@ -25,6 +25,11 @@
 // | P::Semaphore                   | wait(), post(): one per client, like PGPROC's semaphore.      |
 // | P::work(ns)                    | burn CPU for ns nanoseconds (work outside or inside locks).   |
 // | P::copy(dst, src, n)           | memcpy of n bytes into shared buffers.                        |
+// | P::touch_range(p, n, kind)     | the cache lines of [p, p+n) in shared memory that is not a    |
+// |                                | P object (WAL page bytes) are read / written (kind            |
+// |                                | RangeAccess): no-op on real threads, charged coherence on the |
+// |                                | sim (sim.h "RANGES"). Callers pair it with the P::copy or     |
+// |                                | storage write that moves the bytes.                           |
 // | P::sleep_ns(ns)                | give up the CPU for ns (pg_usleep).                           |
 // | P::now_ns()                    | monotonic clock in nanoseconds.                               |
 // | P::spin_delay()                | one spin iteration's delay (x86 PAUSE, SPIN_DELAY()).         |
@@ -51,12 +56,18 @@
 
 namespace walbench {
 
+// What P::touch_range does to a byte range of shared memory.
+enum class RangeAccess : uint8_t {
+  kRead,   // the bytes are read (XLogWrite reading a page out of the ring)
+  kWrite,  // the bytes are written (a record copied in, a page zeroed, a header filled)
+};
+
 template <class P>
 concept Platform = requires(typename P::template Atomic<uint64_t>& a,
                             typename P::template Atomic<uint32_t>& a32,
                             typename P::template Shared<uint64_t>& s,
                             typename P::Semaphore& sem, uint64_t v, uint64_t& expected,
-                            void* dst, const void* src, size_t n) {
+                            void* dst, const void* src, size_t n, RangeAccess ra) {
   { a.load() } -> std::same_as<uint64_t>;
   a.store(v);
   a.store(v, std::memory_order_release);
@@ -75,6 +86,7 @@ concept Platform = requires(typename P::template Atomic<uint64_t>& a,
   sem.post();
   P::work(v);
   P::copy(dst, src, n);
+  P::touch_range(src, n, ra);
   P::sleep_ns(v);
   { P::now_ns() } -> std::same_as<uint64_t>;
   P::spin_delay();

@@ -63,6 +63,31 @@
 //   SimPlatform::crc_work(n) charges a CRC of n bytes; storage_write / storage_sync model a
 //   device (FIFO, write bandwidth, fsync latency).
 //
+// RANGES (sim_ranges.cc: WAL page bytes, P::touch_range)
+//   WAL page bytes are plain memory, not P objects; P::touch_range(p, n, kind) charges their
+//   coherence coarsely, without a Line per 64 bytes (a 1 MiB record would make 16384 of them).
+//   State per 4 KiB block (kRangeBlockBytes): the core that last wrote into it (writer) and the
+//   last other core that read it since (reader), -1 when none. Costs, on top of the P::copy or
+//   storage write that moves the bytes (which charges bandwidth as for private memory):
+//     write by core c: each full line of a block that another core holds (writer or reader)
+//       costs transfer(holder, c) / kRangeLineParallelism (an RFO or invalidation, overlapped
+//       with the next ones: current x86 cores keep some 16-32 L1/L2 misses in flight, taken as
+//       24 a priori; the charge is added to the copy's bandwidth time, not overlapped with it,
+//       which is pessimistic for streams of remote lines); a partial first or last line
+//       (the bytes beside it belong to a neighbour record or header) costs one whole transfer
+//       from the block's writer: the RFO must fetch the neighbour's bytes and nothing
+//       overlaps it. Then writer = c, reader = -1.
+//     read by core c of a block another core wrote: each line costs transfer(writer, c) /
+//       kRangeLineParallelism; then reader = c (a second read by c is free).
+//   transfer(a, b) is the line transfer between the two cores (same cluster, socket, other
+//   socket); with two holders the farther one is paid. Blocks never touched cost nothing extra
+//   (memory: the copy bandwidth already covers DRAM). Nothing is evicted: a ring page a lap
+//   later still sits in its writer's caches (on the modelled machines the WAL ring, 16 MB,
+//   fits in L3). Departures from a line model: a block has one writer, so two records copied
+//   into one block by two cores at once look like the later one's, and the partial-line rule
+//   assumes the neighbour's bytes came from the block's writer. Costs are not SMT-stretched and
+//   touch no SimCounters (range_counters() counts them).
+//
 // SPINNING
 //   wait_while_eq(v): load; while the value equals v, park the fiber on the line until a
 //   value-changing write to it, then load again (paying the transfer). No busy simulation.
@@ -393,6 +418,25 @@ class Simulation {
   void op_storage_write(size_t n);
   void op_storage_sync();
   static inline constinit thread_local Simulation* tl_sim_ = nullptr;
+
+  // ---- WAL-byte ranges (sim_ranges.cc; "RANGES" at the top) -------------------------------
+  static constexpr size_t kRangeBlockBytes = 4096;
+  static constexpr uint32_t kRangeLineParallelism = 24;
+  struct RangeCounters {
+    uint64_t partial_line_transfers = 0;  // whole transfers for a first/last partial line
+    uint64_t remote_lines_written = 0;    // full lines written that another core held
+    uint64_t remote_lines_read = 0;       // lines read that another core wrote
+    uint64_t charged_ns = 0;              // all range charges together
+  };
+  void op_touch_range(const void* p, size_t n, RangeAccess k);
+  const RangeCounters& range_counters() const { return range_counters_; }
+  struct RangeMap;  // block -> {writer, reader}; defined in sim_ranges.cc
+  struct RangeMapDelete {
+    void operator()(RangeMap* m) const;
+  };
+  std::unique_ptr<RangeMap, RangeMapDelete> range_map_;
+  RangeCounters range_counters_;
+  uint64_t range_line_ns(uint32_t from, uint32_t to) const;
 
  private:
   struct Fiber;
@@ -780,6 +824,9 @@ struct SimPlatform {
   static void copy(void* dst, const void* src, size_t n) {
     std::memcpy(dst, src, n);
     if (Simulation* s = Simulation::tl_sim_) s->op_copy(n);
+  }
+  static void touch_range(const void* p, size_t n, RangeAccess k) {
+    if (Simulation* s = Simulation::tl_sim_) s->op_touch_range(p, n, k);
   }
   static void sleep_ns(uint64_t ns) {
     if (Simulation* s = Simulation::tl_sim_) {

@@ -87,6 +87,7 @@ struct ThreadsPlatform {
     while (now_ns() < until) spin_delay();
   }
   static void copy(void* dst, const void* src, size_t n) { std::memcpy(dst, src, n); }
+  static void touch_range(const void*, size_t, RangeAccess) {}  // the hardware does it
   static void sleep_ns(uint64_t ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
   static void spin_delay() {
 #if defined(__x86_64__) || defined(__i386__)

@@ -19,6 +19,7 @@
 #include "core/locks/condition_variable.h"
 #include "core/locks/spinlock.h"
 #include "core/platform/emulated.h"
+#include "core/platform/sim.h"
 #include "core/platform/threads.h"
 #include "core/proc.h"
 #include "core/wal/format.h"
@@ -314,6 +315,105 @@ TEST_CASE("mapping-lock buffer init passes the same scenarios", "[bufinit]") {
   INFO("verify: " << r.verify.error);
   CHECK(r.verify.ok);
   CHECK(r.counters.pages_initialised * sc.page_size == r.initialized_upto);
+}
+
+// ---- On the simulated platform: what get_buffer and page initialisation cost -------------
+
+// No concurrent insertions: nothing to wait for (the sim tests below drive get_buffer and
+// advance_buffer directly, with one client at a time).
+template <class P>
+struct QuietReserve {
+  explicit QuietReserve(ProcTable<P>&) {}
+  void advertise(Proc<P>&, Lsn) {}
+  template <class W>
+  Lsn wait_insertions(W&, Proc<P>&, Lsn upto) {
+    return upto;
+  }
+};
+
+SimConfig two_core_sim() {
+  SimConfig c;
+  c.cores = 4;
+  c.sockets = 2;
+  c.placement = SimPlacement::kCompact;  // fibers 0 and 1 on cores 0 and 1, one socket
+  c.wake_jitter = 0;
+  return c;
+}
+
+TEST_CASE("sim: GetXLogBuffer's cached page needs no shared access", "[bufinit][sim]") {
+  WalGeometry g;  // 8 KiB pages
+  auto storage = make_memory_storage(g);
+  ProcTable<SimPlatform> procs(1, 1);
+  for (BufferInit init : {BufferInit::kMappingLock, BufferInit::kLockFree}) {
+    DYNAMIC_SECTION(buffer_init_name(init)) {
+      Wal<SimPlatform, QuietReserve<SimPlatform>> wal(g, 8, *storage, procs, init);
+      Simulation sim(two_core_sim(), 1);
+      uint64_t ops_first = 0, ops_again = 0, ops_next_ready = 0;
+      uint8_t *a = nullptr, *b = nullptr;
+      sim.spawn([&] {
+        Proc<SimPlatform>& me = procs[0];
+        const Lsn p0{100}, p1{g.page_size + 200};
+        wal.advance_buffer(me, p1);  // pages 0 and 1 initialised
+        uint64_t ops = Simulation::current()->counters().shared_ops;
+        a = wal.get_buffer(me, p0);  // not the cached page: one xlblocks load
+        ops_first = Simulation::current()->counters().shared_ops - ops;
+        ops = Simulation::current()->counters().shared_ops;
+        b = wal.get_buffer(me, Lsn{p0.value + 50});  // cachedPage: nothing shared
+        ops_again = Simulation::current()->counters().shared_ops - ops;
+        ops = Simulation::current()->counters().shared_ops;
+        (void)wal.get_buffer(me, p1);  // initialised, not cached: one load
+        ops_next_ready = Simulation::current()->counters().shared_ops - ops;
+      }, "client");
+      REQUIRE(sim.run().finished());
+      CHECK(ops_first == 1);
+      CHECK(ops_again == 0);
+      CHECK(ops_next_ready == 1);
+      CHECK(b == a + 50);
+    }
+  }
+}
+
+TEST_CASE("sim: reusing a slot another core filled costs its lines, as the range model says",
+          "[bufinit][sim]") {
+  // Ring of 2 pages of 8 KiB. Core 1 initialises page 0; its bytes are then written by core 1
+  // (remote case) or by core 0 (own case). Core 0 then advances to page 2: it initialises
+  // page 1, and for page 2 evicts page 0 (XLogWrite reads it) and re-zeroes its slot. The two
+  // cases differ only in who holds page 0's 128 lines: the read and the zeroing each pay
+  // 128 lines x transfer / kRangeLineParallelism in the remote case, nothing in the own one.
+  WalGeometry g;
+  const uint64_t lines = g.page_size / 64;
+  const SimConfig cfg = two_core_sim();
+  const uint64_t t = cfg.same_socket_transfer_ns;
+  for (BufferInit init : {BufferInit::kMappingLock, BufferInit::kLockFree}) {
+    DYNAMIC_SECTION(buffer_init_name(init)) {
+      auto run = [&](bool filled_by_other) {
+        auto storage = make_memory_storage(g);
+        ProcTable<SimPlatform> procs(2, 1);
+        Wal<SimPlatform, QuietReserve<SimPlatform>> wal(g, 2, *storage, procs, init);
+        Simulation sim(cfg, 1);
+        uint64_t spent = 0;
+        uint8_t* page0 = nullptr;
+        sim.spawn([&] {  // core 0
+          SimPlatform::work(1000000);
+          if (!filled_by_other) SimPlatform::touch_range(page0, g.page_size, RangeAccess::kWrite);
+          SimPlatform::work(1000000);
+          const uint64_t t0 = SimPlatform::now_ns();
+          wal.advance_buffer(procs[0], Lsn{2 * g.page_size});
+          spent = SimPlatform::now_ns() - t0;
+        }, "initialiser");
+        sim.spawn([&] {  // core 1
+          page0 = wal.get_buffer(procs[1], Lsn{0});
+          SimPlatform::touch_range(page0, g.page_size, RangeAccess::kWrite);
+        }, "filler");
+        REQUIRE(sim.run().finished());
+        CHECK(wal.counters().wal_buffers_full == 1);
+        return spent;
+      };
+      const uint64_t remote = run(true);
+      const uint64_t own = run(false);
+      CHECK(remote - own == 2 * (lines * t / Simulation::kRangeLineParallelism));
+    }
+  }
 }
 
 TEST_CASE("BufferInit names round-trip", "[bufinit]") {

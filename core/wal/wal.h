@@ -30,6 +30,10 @@
 //                        reserved, plus the continuation fields of a page header their record
 //                        continues onto) after xlblocks_ says it is initialised; read by the
 //                        writer only below a wait_insertions() result.
+//                        Page-aligned. Every write into it goes through copy_in (P::copy +
+//                        P::touch_range kWrite), the writer's read through touch_range kRead,
+//                        so the sim charges the lines other cores hold (sim.h "RANGES").
+//   cached_page_[procno] GetXLogBuffer's backend-local cachedPage: owner only, not shared.
 //   xlblock(slot)      atomic: end LSN of the page the slot holds, Invalid (0) while the slot is
 //                        being (re)initialised.
 //   initialized_upto_    kMappingLock: protected by buf_mapping_lock_ (exclusive).
@@ -49,6 +53,27 @@
 //   I2  The writer writes [log_write_result_, upto) only with upto <= a wait_insertions() result.
 //   I3  log_write_result_ and log_flush_result_ only grow; flush <= write.
 //   I4  The record copy ends exactly at the reserved end (the MAXALIGN padding stays zero).
+// PAGE INITIALISATION AND RING BYTES, AS THEY COST (AdvanceXLInsertBuffer, GetXLogBuffer,
+// CopyXLogRecordToWAL and XLogWrite of PostgreSQL 17, checked against REL_17_STABLE xlog.c and
+// bc22dc0e0d)
+//   - init_page (both BufferInit paths): MemSet of the whole page, then the header fields, between
+//     xlblocks = Invalid and xlblocks = new end with write barriers, under WALBufMappingLock
+//     (kMappingLock) or by the page's reserver (kLockFree). The memset is a write into lines the
+//     page's previous occupants hold (the clients that copied into it one lap ago, the
+//     XLogWrite caller that read it): charged through P::touch_range (sim.h "RANGES").
+//   - Eviction: the slot's old page unwritten -> raise LogwrtRqst, WaitXLogInsertionsToFinish,
+//     WALWriteLock, XLogWrite up to the old page's end only (WriteRqst.Write = OldPageRqstPtr,
+//     no flush), pgWalUsage.wal_buffers_full++; the writer's read of the ring is charged as
+//     reading lines other cores wrote.
+//   - GetXLogBuffer: the backend-local cachedPage fast path (no shared access), else one
+//     xlblocks read and pg_read_barrier (a compiler barrier on x86: no cost).
+//   - copy_record: every byte copied into the ring, including the continuation fields of a page
+//     header, is a range write: a record sharing its first or last line with a neighbour
+//     written by another core pays that line's transfer.
+//   Departures: WAL page bytes are charged per 4 KiB block and per partial edge line, not per
+//   line (sim.h "RANGES"); XLogWrite's closing update of LogwrtRqst under info_lck and the
+//   checks of XLogCtl->InitializedFrom / RecoveryInProgress are not modelled.
+//
 // Lock order: buf_mapping_lock_ is never held while waiting for insertions or for
 // wal_write_lock_ (AdvanceXLInsertBuffer releases it first). wait_insertions() is never called
 // with wal_write_lock_ held (inserters may need that lock to evict a page). With a DeviceSync:
@@ -166,6 +191,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -362,7 +388,8 @@ class Wal {
       : strategy(procs, std::forward<StrategyArgs>(strategy_args)...),
         geom_(geom),
         num_buffers_(num_buffers),
-        pages_(new uint8_t[size_t{num_buffers} * geom.page_size]()),
+        pages_(new (std::align_val_t{kPagesAlign}) uint8_t[size_t{num_buffers} * geom.page_size]()),
+        cached_page_(new CachedPage[procs.size()]),
         zero_page_(new uint8_t[geom.page_size]()),
         xlblocks_(new XlBlocksLine[(num_buffers + kXlBlocksPerLine - 1) / kXlBlocksPerLine]),
         storage_(storage),
@@ -439,7 +466,7 @@ class Wal {
     uint32_t freespace = geom_.page_size - static_cast<uint32_t>(ptr.value % geom_.page_size);
     uint32_t written = 0;
     while (len - written > freespace) {
-      P::copy(dst, record + written, freespace);
+      copy_in(dst, record + written, freespace);
       written += freespace;
       ptr += freespace;  // now at a page boundary
       dst = get_buffer(me, ptr);
@@ -448,14 +475,14 @@ class Wal {
       uint16_t info;
       std::memcpy(&info, dst + offsetof(PageHeader, info), sizeof info);
       info |= kPageFirstIsContRecord;
-      P::copy(dst + offsetof(PageHeader, info), &info, sizeof info);
-      P::copy(dst + offsetof(PageHeader, rem_len), &rem_len, sizeof rem_len);
+      copy_in(dst + offsetof(PageHeader, info), &info, sizeof info);
+      copy_in(dst + offsetof(PageHeader, rem_len), &rem_len, sizeof rem_len);
       const uint32_t hdr = geom_.header_size(ptr);
       ptr += hdr;
       dst += hdr;
       freespace = geom_.page_size - hdr;
     }
-    P::copy(dst, record + written, len - written);
+    copy_in(dst, record + written, len - written);
     ptr += len - written;
     // I4: the copy ends where the reservation says (before MAXALIGN padding).
     WALBENCH_CHECK(geom_.lsn_to_bytepos(ptr).value + (max_align(len) - len) == end.value, "I4");
@@ -463,9 +490,18 @@ class Wal {
 
   // GetXLogBuffer: pointer to the byte at ptr in the ring, initialising (and first evicting)
   // the page if the slot does not hold it yet.
+  //   Fast path (as PostgreSQL's): the page this backend used last (cachedPage) is still in
+  //   its slot, with no shared access at all: a page cannot be evicted while an insertion that
+  //   reserved bytes on it is unfinished (I1 + the writer waits for insertions, I2), and this
+  //   backend's reservation on it is. Otherwise read xlblocks; if it holds the page, a read
+  //   barrier (pg_read_barrier: a compiler barrier on x86, so no P operation) orders the
+  //   xlblocks read before the page bytes (BI4).
   uint8_t* get_buffer(Proc<P>& me, Lsn ptr) {
     const uint64_t page_no = ptr.value / geom_.page_size;
     const uint64_t slot = page_no % num_buffers_;
+    CachedPage& cached = cached_page_[static_cast<uint32_t>(me.id.value)];
+    if (page_no == cached.page)
+      return pages_.get() + slot * geom_.page_size + ptr.value % geom_.page_size;
     const uint64_t expected_end = (page_no + 1) * geom_.page_size;
     if (xlblock(slot).load() != expected_end) {
       // Advertise how far we got before possibly blocking (358cde320b: the page start when
@@ -477,7 +513,10 @@ class Wal {
       strategy.advertise(me, upto);
       advance_buffer(me, ptr);
       WALBENCH_CHECK(xlblock(slot).load() == expected_end, "GetXLogBuffer: page not ready");
+    } else {
+      std::atomic_signal_fence(std::memory_order_seq_cst);  // pg_read_barrier on x86
     }
+    cached.page = page_no;
     return pages_.get() + slot * geom_.page_size + ptr.value % geom_.page_size;
   }
 
@@ -525,11 +564,7 @@ class Wal {
       // I1 holds: the old page is written. Re-initialise the slot.
       xlblock(slot).store(0);
       P::memory_barrier();
-      uint8_t* page = pages_.get() + slot * geom_.page_size;
-      P::copy(page, zero_page_.get(), geom_.page_size);
-      uint8_t header[WalGeometry::kLongHeader] = {};
-      init_page_header(header, Lsn{new_start}, geom_);
-      P::copy(page, header, geom_.header_size(Lsn{new_start}));
+      init_page(slot, new_start);
       P::memory_barrier();
       xlblock(slot).store(new_start + geom_.page_size);
       initialized_upto_.set(new_start + geom_.page_size);
@@ -575,11 +610,7 @@ class Wal {
       // 5: BI4.
       xlblock(slot).store(0);
       P::memory_barrier();
-      uint8_t* dst = pages_.get() + slot * page;
-      P::copy(dst, zero_page_.get(), page);
-      uint8_t header[WalGeometry::kLongHeader] = {};
-      init_page_header(header, Lsn{new_start}, geom_);
-      P::copy(dst, header, geom_.header_size(Lsn{new_start}));
+      init_page(slot, new_start);
       P::memory_barrier();
       xlblock(slot).store(new_start + page);  // seq_cst: ordered before the CAS below
       ++lf_pages_by_proc_[static_cast<uint32_t>(me.id.value)].n;
@@ -598,6 +629,24 @@ class Wal {
     }
     // 7: pages below upto may be reserved by others and still being initialised (BI6).
     init_cv_.wait_until(me, [&] { return initialized_upto_lf_.load() > upto.value; });
+  }
+
+  // NB: both AdvanceXLInsertBuffer paths initialise a slot here, between xlblocks = Invalid and
+  // xlblocks = new end. MemSet(NewPage, 0, XLOG_BLCKSZ) then the header fields: a memset of the
+  // whole page into lines that the page's previous occupants (the clients that copied into it
+  // a lap ago, and the writer that read it) still hold, charged as such on the sim (RANGES).
+  void init_page(uint64_t slot, uint64_t new_start) {
+    uint8_t* dst = pages_.get() + slot * geom_.page_size;
+    copy_in(dst, zero_page_.get(), geom_.page_size);
+    uint8_t header[WalGeometry::kLongHeader] = {};
+    init_page_header(header, Lsn{new_start}, geom_);
+    copy_in(dst, header, geom_.header_size(Lsn{new_start}));
+  }
+
+  // Bytes written into the ring: the copy, and the coherence of the lines it writes.
+  static void copy_in(uint8_t* dst, const void* src, size_t n) {
+    P::copy(dst, src, n);
+    P::touch_range(dst, n, RangeAccess::kWrite);
   }
 
   // XLogFlush(rec): make everything up to rec durable, with group commit ("FLUSH AND WRITE
@@ -770,7 +819,9 @@ class Wal {
         const uint64_t n = std::min({upto.value - from, to_ring_end, to_seg_end});
         // I2: the bytes are finished insertions, and the pages are still in the ring (I1).
         WALBENCH_CHECK(xlblock(slot).load() == (page_no + 1) * geom_.page_size, "I1 (write)");
-        storage_.write(Lsn{from}, pages_.get() + slot * geom_.page_size + from % geom_.page_size, n);
+        const uint8_t* src = pages_.get() + slot * geom_.page_size + from % geom_.page_size;
+        P::touch_range(src, n, RangeAccess::kRead);  // pages other clients filled
+        storage_.write(Lsn{from}, src, n);
         charge_storage_write<P>(n);
         ++counters_.writes;
         from += n;
@@ -821,7 +872,20 @@ class Wal {
 
   const WalGeometry geom_;
   const uint32_t num_buffers_;
-  std::unique_ptr<uint8_t[]> pages_;
+  // Page-aligned like XLogCtl->pages (TYPEALIGN(XLOG_BLCKSZ, ...) in XLOGShmemInit), so which
+  // pages share a 4 KiB block of the sim's range model (sim.h "RANGES") does not depend on
+  // the heap.
+  static constexpr size_t kPagesAlign = 4096;
+  struct AlignedDelete {
+    void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{kPagesAlign}); }
+  };
+  std::unique_ptr<uint8_t[], AlignedDelete> pages_;
+  // GetXLogBuffer's backend-local statics cachedPage (cachedPos is derived): one padded slot
+  // per procno, written and read only by its owner, hence not a P object.
+  struct alignas(64) CachedPage {
+    uint64_t page = ~uint64_t{0};  // no page yet (PostgreSQL's 0 never matches: WAL starts later)
+  };
+  std::unique_ptr<CachedPage[]> cached_page_;
   std::unique_ptr<uint8_t[]> zero_page_;  // source for zeroing a page (read-only)
   // xlblocks is a dense array of 8-byte entries, cache-line aligned like PostgreSQL's shared
   // memory, so which slots share a line does not depend on the heap (the simulated platform
@@ -856,7 +920,12 @@ class Wal {
   std::unique_ptr<PageCount[]> lf_pages_by_proc_;
   alignas(128) LWLock<P> wal_write_lock_;
   alignas(128) SpinLock<P> info_lck_;
-  typename P::template Shared<uint64_t> logwrt_rqst_write_{0};
+  // LogwrtRqst and asyncXactLSN on a line of their own, not the lock's: in XLogCtlData info_lck
+  // is the last field, far from them. On one line, every spinner's TAS (a line transfer) queued
+  // in front of the holder's read and write of LogwrtRqst, so the hold time grew with the
+  // number of spinners: on the sim, 8 KiB messages at 64 clients of a 176-core machine spent
+  // 1.2 ms per transaction waiting for info_lck (46.6k tps; 107.7k with the lines apart).
+  alignas(128) typename P::template Shared<uint64_t> logwrt_rqst_write_{0};
   const bool logwrt_before_pg17_;  // F1 / W2, from the strategy (read-only)
   typename P::template Shared<uint64_t> async_xact_lsn_{0};
   alignas(128) typename P::template Atomic<uint64_t> log_write_result_{0};
