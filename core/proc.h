@@ -20,41 +20,52 @@
 
 namespace walbench {
 
-// What a client is waiting on. LWLock tranches double as lock-statistics keys.
+// What a client is waiting on. LWLock tranches double as lock-statistics keys. The names are
+// pg_stat_activity's "wait_event_type:wait_event" as PostgreSQL 10-12 reports them (the version
+// of the CLOG experiment, ../shared/reference/clog-group-update-wait-events-128core.csv) for the
+// locks in that table: CLogControlLock, XidGenLock, ProcArrayLock, the wal_insert tranche,
+// ClogGroupUpdate, ProcArrayGroupUpdate, ClientRead. WALWrite and WALBufMapping keep PG 13's
+// names (PG 11: WALWriteLock, WALBufMappingLock).
 enum class WaitEvent : uint32_t {
   kNone = 0,          // running (CPU), not waiting
-  kWalInsert,         // LWLock:WALInsert (the insertion lock(s), incl. waiting for insertingAt)
+  kWalInsert,         // LWLock:wal_insert (the insertion locks, incl. waiting for insertingAt)
   kWalWrite,          // LWLock:WALWrite
   kWalBufMapping,     // LWLock:WALBufMapping
   kInsertPosSpin,     // Spinlock insertpos_lck (SpinDelay when sleeping in backoff)
   kInfoSpin,          // Spinlock info_lck
-  kXactSlru,          // LWLock:XactSLRU (CLogControlLock)
-  kXidGen,            // LWLock:XidGen
-  kClogGroupUpdate,   // IPC:XactGroupUpdate
+  kXactSlru,          // LWLock:CLogControlLock (XactSLRU since 13)
+  kXidGen,            // LWLock:XidGenLock
+  kClogGroupUpdate,   // IPC:ClogGroupUpdate (XactGroupUpdate since 13)
   kWalBufferInit,     // IPC:WALBufferInit (lock-free buffer init waiting)
   kPrevLinkWait,      // lock-free reservation: waiting for the predecessor's prev link
   kWalIoWrite,        // IO:WALWrite
   kWalIoSync,         // IO:WALSync
   kTestLock,          // locks created by unit tests
+  kProcArrayLock,     // LWLock:ProcArrayLock (core/clog/proc_array.h)
+  kProcArrayGroupUpdate,  // IPC:ProcArrayGroupUpdate (a ProcArray group clear member)
+  kClientRead,        // Client:ClientRead (the workload's per-statement client overhead)
   kCount
 };
 
 inline const char* wait_event_name(WaitEvent e) {
   switch (e) {
     case WaitEvent::kNone: return "CPU";
-    case WaitEvent::kWalInsert: return "LWLock:WALInsert";
+    case WaitEvent::kWalInsert: return "LWLock:wal_insert";
     case WaitEvent::kWalWrite: return "LWLock:WALWrite";
     case WaitEvent::kWalBufMapping: return "LWLock:WALBufMapping";
     case WaitEvent::kInsertPosSpin: return "Spinlock:insertpos_lck";
     case WaitEvent::kInfoSpin: return "Spinlock:info_lck";
-    case WaitEvent::kXactSlru: return "LWLock:XactSLRU";
-    case WaitEvent::kXidGen: return "LWLock:XidGen";
-    case WaitEvent::kClogGroupUpdate: return "IPC:XactGroupUpdate";
+    case WaitEvent::kXactSlru: return "LWLock:CLogControlLock";
+    case WaitEvent::kXidGen: return "LWLock:XidGenLock";
+    case WaitEvent::kClogGroupUpdate: return "IPC:ClogGroupUpdate";
     case WaitEvent::kWalBufferInit: return "IPC:WALBufferInit";
     case WaitEvent::kPrevLinkWait: return "LWLock:PrevLink";
     case WaitEvent::kWalIoWrite: return "IO:WALWrite";
     case WaitEvent::kWalIoSync: return "IO:WALSync";
     case WaitEvent::kTestLock: return "LWLock:Test";
+    case WaitEvent::kProcArrayLock: return "LWLock:ProcArrayLock";
+    case WaitEvent::kProcArrayGroupUpdate: return "IPC:ProcArrayGroupUpdate";
+    case WaitEvent::kClientRead: return "Client:ClientRead";
     case WaitEvent::kCount: break;
   }
   return "?";
@@ -143,12 +154,16 @@ struct alignas(64) Proc {
   typename P::template Shared<int32_t> lw_next{kNoProc};
   typename P::template Shared<int32_t> lw_prev{kNoProc};
 
-  // The transaction's xids (PGPROC xid, subxidStatus, subxids.xids; PROTOCOLS.md section 6).
-  // Written by the owner only: xid and the subxid cache when XidGen assigns them (under
-  // XidGenLock, as GetNewTransactionId), cleared at transaction end. Read by a CLOG group
-  // leader for its members (strategies/clog_group_update), which is ordered after the owner's
-  // writes by the CAS that publishes the member and before its next writes by clog_group_member.
-  typename P::template Shared<uint32_t> xid{0};           // MyProc->xid; 0 = none
+  // The transaction's xids (PGXACT xid, subxidStatus, subxids.xids; PROTOCOLS.md section 6).
+  // Written by the owner when XidGen assigns them (under XidGenLock, as GetNewTransactionId)
+  // and cleared at transaction end: by the owner when no ProcArray is modelled, else under
+  // ProcArrayLock exclusive by the owner or by its ProcArray group leader
+  // (core/clog/proc_array.h). Read by a CLOG group leader for its members
+  // (strategies/clog_group_update), which is ordered after the owner's writes by the CAS that
+  // publishes the member and before its next writes by clog_group_member. xid is an atomic
+  // because GetSnapshotData reads every client's under ProcArrayLock shared while its owner
+  // sets it under XidGenLock only (PostgreSQL relies on 4-byte stores being atomic there).
+  typename P::template Atomic<uint32_t> xid{0};           // MyPgXact->xid; 0 = none
   typename P::template Shared<uint32_t> nsubxids{0};      // cached subxids (<= kMaxCachedSubxids)
   typename P::template Shared<uint32_t> subxids_overflowed{0};  // more than the cache holds
   std::array<typename P::template Shared<uint32_t>, kMaxCachedSubxids> subxids{};
@@ -164,6 +179,13 @@ struct alignas(64) Proc {
   typename P::template Shared<uint32_t> clog_group_status{0};           // clogGroupMemberXidStatus
   typename P::template Atomic<uint32_t> clog_group_page{0};             // clogGroupMemberPage
   typename P::template Shared<uint64_t> clog_group_lsn{0};              // clogGroupMemberLsn
+
+  // ProcArray group clear (9.6, 0e141c0fbb, PGPROC procArrayGroup*; protocol block in
+  // core/clog/proc_array.h). latest_xid is written by the owner before it pushes itself on the
+  // group list and read by the leader after it detached the list.
+  typename P::template Atomic<uint32_t> pa_group_member{0};               // procArrayGroupMember
+  typename P::template Atomic<uint32_t> pa_group_next{kInvalidProcNo};    // procArrayGroupNext
+  typename P::template Shared<uint32_t> pa_group_latest_xid{0};           // procArrayGroupMemberXid
 
   // Published for the sampler (the runner reads it from another thread).
   std::atomic<uint32_t> wait_event{0};

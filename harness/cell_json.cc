@@ -44,7 +44,9 @@ json to_json(const ClogSpec& c) {
   return {{"strategy", c.strategy},
           {"params", c.params},
           {"clog_buffers", c.clog_buffers},
-          {"page_size", c.page_size}};
+          {"page_size", c.page_size},
+          {"hint_bit_miss", c.hint_bit_miss},
+          {"procarray", c.procarray}};
 }
 
 json to_json(const WorkloadSpec& w) {
@@ -78,6 +80,7 @@ ojson cell_setup_json(const CellSpec& cell) {
   c["params"] = ojson(cell.strategy_params);
   c["clients"] = cell.clients;
   c["matrix"] = ojson(cell.matrix_values);
+  c["set"] = ojson(cell.variant_set);
   c["platform"] = ojson(to_json(cell.platform));
   c["workload"] = ojson(to_json(cell.workload));
   c["wal"] = ojson(to_json(cell.wal));

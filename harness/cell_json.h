@@ -23,11 +23,13 @@ nlohmann::json to_json(const ClogSpec& c);
 nlohmann::json to_json(const WorkloadSpec& w);  // record_size + record_size_label
 nlohmann::json to_json(const RunSpec& r);
 
-// index, label, strategy, params, clients, matrix, platform, workload, wal, commit, clog, run.
+// index, label, strategy, params, clients, matrix, set (the override variant's paths and values,
+// {} for none: harness/RESULTS.md), platform, workload, wal, commit, clog, run.
 nlohmann::ordered_json cell_setup_json(const CellSpec& cell);
 
 // The single-cell config that reproduces a cell entry of a result file: its setup blocks as
-// config sections, its variant as `strategy`, its client count as the matrix. Feeding it to
+// config sections, its variant as `strategy` (with the cell's label, an override variant's
+// included: its values are in the blocks already), its client count as the matrix. Feeding it to
 // expand_matrix() gives the cell back (rerun). Throws UsageError naming `where` (file and
 // cell) when the entry lacks a setup block (schema_version 1 files record too little).
 nlohmann::ordered_json config_of_cell(const nlohmann::json& cell, const std::string& where);

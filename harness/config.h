@@ -5,6 +5,15 @@
 // list-valued entries expand as a cartesian product. Resolution of one cell, lowest priority
 // first: the defaults in harness/spec.h, the top-level sections, the matrix values.
 //
+// Matrix keys: `strategy` (strategy variants), `variants` (override variants), `clients`,
+// SECTION.KEY, platform.<simulator parameter> (a sim platform's machine, resolved again per
+// cell with the value over the platform's own keys) and strategy.params.<name>.
+// An override variant is {"label": NAME, "set": {PATH: VALUE, ...}}: PATH is any of the matrix
+// keys above but strategy, variants and clients, VALUE checked as there; a PATH also swept by
+// its own matrix key is an error. The cell's label is the variant's label with one strategy
+// variant, "<strategy label>+<variant label>" with several (the two lists cross); the cell
+// records the set in CellSpec::variant_set.
+//
 // Errors. Everything a user can get wrong in a config or on the command line is a ConfigError
 // (config contents) or a UsageError (CLI misuse, unreadable result files). Both carry one line
 // of text; the CLI prints it as `walbench: error: <what()>` and exits with 2.
@@ -72,10 +81,11 @@ nlohmann::ordered_json load_config_file(const std::string& path);
 void apply_override(nlohmann::ordered_json& config, const std::string& assignment);
 void apply_override(nlohmann::json& config, const std::string& assignment);
 
-// Validates a config and expands its matrix. Order: strategy variants outermost, then clients,
-// then the other matrix keys in file order (the last one varies fastest). Each cell carries
-// index/total within this config, its variant label, its matrix_values (every matrix key with
-// more than one value; "strategy" maps to the variant label) and the resolved spec. `file` is
+// Validates a config and expands its matrix. Order: strategy variants outermost, then override
+// variants, then clients, then the other matrix keys in file order (the last one varies
+// fastest). Each cell carries index/total within this config, its label, its matrix_values
+// (every matrix key with more than one value; "strategy" and "variants" map to the variants'
+// labels), its variant_set and the resolved spec. `file` is
 // used in error messages only; relative preset files (platform "sim") are looked up in
 // `preset_dir` ("" = the current directory), then in the repository's presets/. A sim cell's
 // platform.sim is the resolved machine (SimConfig::resolved_json): every parameter, "preset" as
@@ -86,12 +96,13 @@ std::vector<CellSpec> expand_matrix(const nlohmann::ordered_json& config, const 
 std::vector<CellSpec> expand_matrix(const nlohmann::json& config, const std::string& file,
                                     const std::string& preset_dir = "");
 
-// The shape of a config's matrix, for `walbench validate`: ("strategies", 3), ("clients", 4),
-// ("workload.record_size", 2) ... in expansion order, and the cell count (their product).
+// The shape of a config's matrix, for `walbench validate`: ("strategies", 3), ("variants", 2)
+// (only with matrix "variants"), ("clients", 4), ("workload.record_size", 2) ... in expansion
+// order, and the cell count (their product).
 struct MatrixShape {
   std::vector<std::pair<std::string, size_t>> dims;
   size_t cells = 0;
-  // "3 strategies x 4 clients x 2 workload.record_size"
+  // "3 strategies x 2 variants x 4 clients x 2 workload.record_size"
   std::string describe() const;
 };
 MatrixShape matrix_shape(const nlohmann::ordered_json& config, const std::string& file,

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/platform/sim.h"
 #include "strategies/strategy.h"
 
 namespace walbench::config_internal {
@@ -108,6 +109,14 @@ const std::vector<FieldDef>& field_defs() {
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.clog.page_size = static_cast<uint32_t>(want_int(v, w, 1024, 32768, true));
        }},
+      {"clog", "hint_bit_miss",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.clog.hint_bit_miss = want_number(v, w, 0, false, 1);
+       }},
+      {"clog", "procarray",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.clog.procarray = want_string(v, w, {"off", "exclusive", "group_clear"});
+       }},
       {"run", "duration_s",
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.run.duration_s = want_number(v, w, 0, true, 1e6);
@@ -168,15 +177,46 @@ std::vector<std::string> strategy_names() {
   return names;
 }
 
-// Every key a matrix may hold (for "did you mean").
-std::vector<std::string> matrix_keys() {
-  std::vector<std::string> keys = {"strategy", "clients"};
+std::vector<std::string> sim_param_keys() {
+  std::vector<std::string> keys;
+  for (const std::string& k : SimConfig::json_keys())
+    if (k != "kind" && k != "preset_file" && find_field(kPlatformPrefix + k) == nullptr)
+      keys.push_back(k);
+  return keys;
+}
+
+bool is_sim_param(const std::string& key) {
+  const auto keys = sim_param_keys();
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+std::vector<std::string> settable_paths() {
+  std::vector<std::string> keys;
   for (const auto& f : field_defs()) keys.push_back(std::string(f.section) + "." + f.key);
+  for (const auto& k : sim_param_keys()) keys.push_back(kPlatformPrefix + k);
   std::set<std::string> params;
   for (const auto& s : strategies())
     for (const auto& p : s.params) params.insert(p.name);
-  for (const auto& p : params) keys.push_back("strategy.params." + p);
+  for (const auto& p : params) keys.push_back(kParamsPrefix + p);
   return keys;
+}
+
+// Every key a matrix may hold (for "did you mean").
+std::vector<std::string> matrix_keys() {
+  std::vector<std::string> keys = {"strategy", kVariantsKey, "clients"};
+  for (const auto& k : settable_paths()) keys.push_back(k);
+  return keys;
+}
+
+std::string want_label(const OJson& v, const Where& w) {
+  const std::string label = want_string(v, w);
+  const bool bad = label.empty() || label.size() > 64 ||
+                   std::any_of(label.begin(), label.end(), [](char c) {
+                     return std::isspace(static_cast<unsigned char>(c)) ||
+                            std::iscntrl(static_cast<unsigned char>(c));
+                   });
+  if (bad) fail(w, show(v) + " is not a usable label", "1..64 characters without spaces");
+  return label;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -324,16 +364,7 @@ Variant parse_variant(const OJson& v, const Where& w) {
          closest_match(name, strategy_names()));
   out.label = name;
   if (obj.contains("label")) {
-    const Where wl = w / "label";
-    const std::string label = want_string(obj["label"], wl);
-    const bool bad = label.empty() || label.size() > 64 ||
-                     std::any_of(label.begin(), label.end(), [](char c) {
-                       return std::isspace(static_cast<unsigned char>(c)) ||
-                              std::iscntrl(static_cast<unsigned char>(c));
-                     });
-    if (bad) fail(wl, show(obj["label"]) + " is not a usable label",
-                  "1..64 characters without spaces");
-    out.label = label;
+    out.label = want_label(obj["label"], w / "label");
     out.label_given = true;
   }
   out.params = nlohmann::json::object();

@@ -79,12 +79,26 @@ inline const std::vector<std::string> kTopKeys = {"description", "platform", "wa
                                                   "matrix",      "fitted"};
 inline const std::vector<std::string> kVariantKeys = {"name", "label", "params"};
 inline const std::string kParamsPrefix = "strategy.params.";
+// matrix "variants": override variants, each {"label": ..., "set": {PATH: VALUE, ...}}.
+inline const std::string kVariantsKey = "variants";
+inline const std::vector<std::string> kOverrideVariantKeys = {"label", "set"};
+inline const std::string kPlatformPrefix = "platform.";
 
 const std::vector<FieldDef>& field_defs();
 std::vector<std::string> section_keys(const std::string& section);
 const FieldDef* find_field(const std::string& dotted);  // "wal.page_size"; nullptr if none
 std::vector<std::string> strategy_names();
 std::vector<std::string> matrix_keys();  // every key a matrix may hold (for "did you mean")
+// The simulated machine's parameters as config keys of `platform` (SimConfig::json_keys()
+// without "kind", a platform field, and "preset_file", which only resolved cells carry):
+// "preset", "cores", "sockets", ...
+std::vector<std::string> sim_param_keys();
+bool is_sim_param(const std::string& key);  // key without "platform."
+// Every dotted path an override variant may set (for "did you mean"): the section fields,
+// platform.<simulator parameter> and strategy.params.<name>.
+std::vector<std::string> settable_paths();
+// A label of a strategy or override variant: 1..64 characters without spaces.
+std::string want_label(const OJson& v, const Where& w);
 
 // clog.strategy: a name or {"name": ..., "params": {...}}.
 void parse_clog_strategy(ClogSpec& clog, const OJson& v, const Where& w);

@@ -2,9 +2,15 @@
 // cells: the cartesian product of the matrix, each cell resolved and put through the
 // cross-field checks and the host-limit checks of simulated cells.
 //
+// Override variants (matrix "variants") are a dimension of their own, after the strategy
+// variants: each cell applies its variant's "set" entries as it applies matrix values. Simulator
+// parameters (platform.<name>, from the matrix or a variant) are gathered per cell and the
+// machine resolved once with all of them over the base platform's keys.
+//
 // Errors: by default the first one throws. config_errors() (config.h) instead passes a list:
 // every independent part (a top-level key, a section key, a matrix key, each item of a matrix
-// list, each variant) is then tried and its error recorded, and what failed is left out of the
+// list, each variant, each entry of an override variant's "set") is then tried and its error
+// recorded, and what failed is left out of the
 // plan, so that the errors reported are those of the config, not consequences of an earlier one.
 #include "harness/config_internal.h"
 
@@ -27,13 +33,38 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // The plan: everything validated, nothing expanded yet
 
+// What a dotted config path (a matrix key, or a key of an override variant's "set") sets.
+enum class PathKind {
+  kField,  // a section field: "wal.buffer_init" (FieldDef)
+  kParam,  // "strategy.params.NAME": a parameter of every strategy variant
+  kSim,    // "platform.NAME": a simulated machine parameter (resolved per cell by SimConfig)
+};
+
 struct Dim {
   std::string key;              // matrix key: "workload.record_size", "strategy.params.num_locks"
   std::vector<OJson> values;
   Where where;                  // of the matrix entry
   bool is_list = false;         // written as a list (paths then end in the item index)
-  const FieldDef* field = nullptr;  // section fields; nullptr for strategy.params.*
+  const FieldDef* field = nullptr;  // section fields; nullptr for strategy.params.* and sim keys
+  PathKind kind = PathKind::kField;
   Where item(size_t i) const { return is_list ? where / i : where; }
+};
+
+// One entry of an override variant's "set".
+struct SetEntry {
+  std::string key;  // dotted path, as in the matrix
+  OJson value;
+  Where where;      // /matrix/variants/I/set/KEY
+  const FieldDef* field = nullptr;
+  PathKind kind = PathKind::kField;
+};
+
+// matrix "variants": a label and the config paths it sets (harness/config.h).
+struct OverrideVariant {
+  std::string label;
+  Where where;  // of the variant
+  std::vector<SetEntry> set;
+  nlohmann::json set_json = nlohmann::json::object();  // what the cell records (CellSpec::variant_set)
 };
 
 struct Plan {
@@ -50,6 +81,13 @@ struct Plan {
   std::vector<std::string> clients_at;  // JSON path of each entry of `clients` (matrix only)
   bool clients_from_matrix = false;
   std::vector<Dim> dims;  // other matrix keys, in file order
+  std::vector<OverrideVariant> overrides;  // matrix "variants"; empty: none
+  // The base platform is simulated; sim_given is its machine as written (without "kind" and
+  // the platform fields): simulator parameters from the matrix are merged into it and the
+  // machine resolved again per cell, so that a preset from the matrix applies under them.
+  bool base_sim = false;
+  nlohmann::json sim_given = nlohmann::json::object();
+  bool sim_broken = false;  // the base machine failed (reported): simulator parameters unchecked
   bool incomplete = false;  // some part failed (collecting errors): not worth expanding
 };
 
@@ -93,9 +131,10 @@ std::vector<OJson> as_list(const OJson& v, const Where& w) {
 // machine parameter, checked (with "did you mean") by SimConfig. p.sim becomes the resolved
 // form (SimConfig::resolved_json): every parameter, the preset's name and the file it read, so
 // that a cell describes its machine by itself.
+// `given`, if not null, receives the machine's keys as written.
 void parse_sim_platform(PlatformSpec& p, const OJson& v, const Where& w,
                         const std::vector<std::string>& platform_keys,
-                        const std::string& preset_dir) {
+                        const std::string& preset_dir, nlohmann::json* given = nullptr) {
   nlohmann::json sim = nlohmann::json::object();
   for (auto it = v.begin(); it != v.end(); ++it) {
     const bool platform_field =
@@ -109,6 +148,7 @@ void parse_sim_platform(PlatformSpec& p, const OJson& v, const Where& w,
       sim[it.key()] = nlohmann::json(it.value());
     }
   }
+  if (given != nullptr) *given = sim;
   try {
     nlohmann::json whole = sim;
     whole["kind"] = "sim";
@@ -154,6 +194,125 @@ void check_fitted(const OJson& v, const Where& w) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Override variants: matrix "variants"
+
+const char* const kOverrideExpected =
+    "an object {\"label\": NAME, \"set\": {PATH: VALUE, ...}} whose PATHs are dotted config "
+    "paths such as wal.buffer_init, clog.strategy, platform.cores or strategy.params.num_locks";
+const char* const kSetExpected =
+    "an object of dotted config paths and their values, such as {\"wal.buffer_init\": "
+    "\"lockfree\"} ({} for the config as it is)";
+
+// What an override variant's "set" key names; fails for anything --set would not set, or that a
+// variant cannot (the strategy itself, clients, a whole section).
+void classify_set_path(SetEntry& e) {
+  const std::string& key = e.key;
+  if ((e.field = find_field(key)) != nullptr) {
+    e.kind = PathKind::kField;
+    return;
+  }
+  if (key.rfind(kParamsPrefix, 0) == 0 && key.size() > kParamsPrefix.size()) {
+    e.kind = PathKind::kParam;
+    return;
+  }
+  if (key.rfind(kPlatformPrefix, 0) == 0 && is_sim_param(key.substr(kPlatformPrefix.size()))) {
+    e.kind = PathKind::kSim;
+    return;
+  }
+  if (key == "strategy" || key.rfind("strategy.", 0) == 0)
+    fail(e.where, "an override variant cannot choose the strategy (\"" + key + "\")",
+         "config paths such as wal.buffer_init or strategy.params.<name>; list strategies in "
+         "matrix.strategy: the two lists cross, each strategy variant running with each of "
+         "these variants");
+  if (key == "clients")
+    fail(e.where, "clients is not a config setting", "client counts in matrix.clients");
+  if (std::find(kSections.begin(), kSections.end(), key) != kSections.end())
+    fail(e.where, "\"" + key + "\" is a whole section",
+         "one entry per setting, such as " + key + "." + section_keys(key).front());
+  fail(e.where, "unknown config path \"" + key + "\"",
+       "a dotted path SECTION.KEY such as wal.buffer_init, clog.strategy or workload.name, "
+       "platform.<simulator parameter> such as platform.cores (platform \"sim\"), or "
+       "strategy.params.<name>",
+       closest_match(key, settable_paths()));
+}
+
+// One item of matrix "variants". Each bad "set" entry is an error of its own (collecting); the
+// variant keeps its label and its good entries.
+OverrideVariant parse_override_variant(Plan& plan, const OJson& v, const Where& w) {
+  check_object(v, w, kOverrideExpected);
+  check_keys(v, w, kOverrideVariantKeys);
+  if (!v.contains("label")) fail(w, "the variant has no \"label\"", kOverrideExpected);
+  OverrideVariant out;
+  out.where = w;
+  out.label = want_label(v["label"], w / "label");
+  if (!v.contains("set"))
+    fail(w, "the variant \"" + out.label + "\" has no \"set\"",
+         std::string(kOverrideExpected) + " ({} for the config as it is)");
+  const Where ws = w / "set";
+  check_object(v["set"], ws, kSetExpected);
+  for (auto it = v["set"].begin(); it != v["set"].end(); ++it) {
+    attempt(plan, [&] {
+      SetEntry e{it.key(), it.value(), ws / it.key()};
+      classify_set_path(e);
+      if (e.kind == PathKind::kField) {
+        CellSpec scratch;
+        e.field->apply(scratch, e.value, e.where);
+      }
+      out.set_json[e.key] = nlohmann::json(e.value);
+      out.set.push_back(std::move(e));
+    });
+  }
+  return out;
+}
+
+// The rules between override variants and the rest of the matrix: distinct labels, joined
+// labels within 64 characters, no path both swept and set, strategy.params.<name> valid for
+// every strategy variant. (Simulator parameters are checked on each resolved cell.)
+template <class CheckParams>
+void check_overrides(Plan& plan, bool given, CheckParams&& check_params_path) {
+  if (!given) return;
+  auto& ovs = plan.overrides;
+  for (size_t i = 0; i < ovs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (ovs[i].label == ovs[j].label) {
+        attempt(plan, [&] {
+          fail(ovs[i].where / "label",
+               absl::StrFormat("duplicate label \"%s\" (variant %d has it too)", ovs[i].label, j),
+               "a distinct \"label\" for each variant");
+        });
+        break;
+      }
+  if (plan.variants.size() > 1)
+    for (const auto& ov : ovs)
+      for (const auto& sv : plan.variants)
+        if (sv.label.size() + 1 + ov.label.size() > 64) {
+          attempt(plan, [&] {
+            fail(ov.where / "label",
+                 "the cells' label \"" + sv.label + "+" + ov.label + "\" is longer than 64 characters",
+                 "shorter labels: with several strategy variants a cell's label is "
+                 "<strategy label>+<variant label>, at most 64 characters");
+          });
+          break;
+        }
+  for (auto& ov : ovs) {
+    std::vector<SetEntry> kept;
+    for (auto& e : ov.set) {
+      bool ok = true;
+      for (const auto& d : plan.dims)
+        if (d.key == e.key)
+          ok &= attempt(plan, [&] {
+            fail(e.where, "\"" + e.key + "\" is set here and swept by " + d.where.path,
+                 "one place for it: sweep it in the matrix, or set it in every variant");
+          });
+      if (ok && e.kind == PathKind::kParam)
+        ok &= check_params_path(e.key, e.where, std::vector<std::pair<OJson, Where>>{{e.value, e.where}});
+      if (ok) kept.push_back(std::move(e));
+    }
+    ov.set = std::move(kept);
+  }
+}
+
 // Validates every key of a config once, at its JSON path. With `errors`, every independent
 // part is tried (Plan::errors); without, the first error throws.
 Plan parse_plan(const OJson& config, const std::string& file, const std::string& preset_dir,
@@ -185,7 +344,10 @@ Plan parse_plan(const OJson& config, const std::string& file, const std::string&
         }))
       continue;
     if (section == "platform" && obj.contains("kind") && obj["kind"] == "sim") {
-      attempt(plan, [&] { parse_sim_platform(plan.base.platform, obj, ws, keys, preset_dir); });
+      plan.base_sim = true;
+      plan.sim_broken = !attempt(plan, [&] {
+        parse_sim_platform(plan.base.platform, obj, ws, keys, preset_dir, &plan.sim_given);
+      });
       continue;
     }
     for (auto it = obj.begin(); it != obj.end(); ++it) {
@@ -199,6 +361,7 @@ Plan parse_plan(const OJson& config, const std::string& file, const std::string&
 
   std::vector<Variant> top_variant;
   bool variant_failed = false;
+  bool overrides_given = false;
   if (config.contains("strategy"))
     variant_failed |= !attempt(plan, [&] {
       top_variant.push_back(parse_variant(config["strategy"], root / "strategy"));
@@ -237,6 +400,12 @@ Plan parse_plan(const OJson& config, const std::string& file, const std::string&
             plan.clients.push_back(want_int(list[i], wi, 1, 65535));
             plan.clients_at.push_back(wi.path);
           });
+      } else if (key == kVariantsKey) {
+        overrides_given = true;
+        for (size_t i = 0; i < list.size(); ++i)
+          attempt(plan, [&] {
+            plan.overrides.push_back(parse_override_variant(plan, list[i], is_list ? wk / i : wk));
+          });
       } else if (const FieldDef* f = find_field(key)) {
         Dim d{key, list, wk, is_list, f};
         bool ok = true;
@@ -245,12 +414,15 @@ Plan parse_plan(const OJson& config, const std::string& file, const std::string&
           ok &= attempt(plan, [&] { f->apply(scratch, d.values[i], d.item(i)); });
         if (ok) plan.dims.push_back(std::move(d));
       } else if (key.rfind(kParamsPrefix, 0) == 0 && key.size() > kParamsPrefix.size()) {
-        plan.dims.push_back(Dim{key, list, wk, is_list, nullptr});
+        plan.dims.push_back(Dim{key, list, wk, is_list, nullptr, PathKind::kParam});
+      } else if (key.rfind(kPlatformPrefix, 0) == 0 && is_sim_param(key.substr(kPlatformPrefix.size()))) {
+        plan.dims.push_back(Dim{key, list, wk, is_list, nullptr, PathKind::kSim});
       } else {
         attempt(plan, [&] {
           fail(wk, "unknown matrix key \"" + key + "\"",
-               "strategy, clients, a section field such as workload.record_size or "
-               "wal.wal_buffers, or strategy.params.<name>",
+               "strategy, variants, clients, a section field such as workload.record_size or "
+               "wal.wal_buffers, platform.<simulator parameter> such as platform.cores, or "
+               "strategy.params.<name>",
                closest_match(key, matrix_keys()));
         });
       }
@@ -283,17 +455,20 @@ Plan parse_plan(const OJson& config, const std::string& file, const std::string&
       }
 
   // strategy.params.<name>: every variant must have the parameter, and not set it itself.
-  for (const auto& d : plan.dims) {
-    if (d.field != nullptr) continue;
-    const std::string name = d.key.substr(kParamsPrefix.size());
+  // strategy.params.<name> (a matrix key or an override variant's): every strategy variant must
+  // have the parameter, and not set it itself. Returns false when a check failed.
+  auto check_params_path = [&](const std::string& key, const Where& at,
+                               const std::vector<std::pair<OJson, Where>>& values) {
+    bool ok = true;
+    const std::string name = key.substr(kParamsPrefix.size());
     for (const auto& v : plan.variants) {
       const ParamSpec* p = find_param(*v.info, name);
       if (p == nullptr) {
         std::vector<std::string> names;
         for (const auto& q : v.info->params) names.push_back(q.name);
         const std::string hint = closest_match(name, names);
-        attempt(plan, [&] {
-          fail(d.where,
+        ok &= attempt(plan, [&] {
+          fail(at,
                "variant \"" + v.label + "\" (strategy " + v.info->name +
                    ") has no parameter \"" + name + "\"",
                "a parameter of every variant: " + param_names(*v.info),
@@ -302,19 +477,28 @@ Plan parse_plan(const OJson& config, const std::string& file, const std::string&
         continue;
       }
       if (plan.variants_from_matrix && v.given.count(name) != 0)
-        attempt(plan, [&] {
-          fail(v.where / "params" / name, "\"" + name + "\" is set here and by " + d.where.path,
+        ok &= attempt(plan, [&] {
+          fail(v.where / "params" / name, "\"" + name + "\" is set here and by " + at.path,
                "one place for it: drop it here or there");
         });
-      for (size_t i = 0; i < d.values.size(); ++i)
-        attempt(plan, [&] { check_param(*p, d.values[i], d.item(i)); });
+      for (const auto& [value, w] : values) ok &= attempt(plan, [&] { check_param(*p, value, w); });
     }
+    return ok;
+  };
+  for (const auto& d : plan.dims) {
+    if (d.kind != PathKind::kParam) continue;
+    std::vector<std::pair<OJson, Where>> values;
+    for (size_t i = 0; i < d.values.size(); ++i) values.emplace_back(d.values[i], d.item(i));
+    check_params_path(d.key, d.where, values);
   }
+  check_overrides(plan, overrides_given, check_params_path);
   return plan;
 }
 
+size_t override_count(const Plan& plan) { return std::max<size_t>(plan.overrides.size(), 1); }
+
 size_t cell_count(const Plan& plan) {
-  size_t n = plan.variants.size() * plan.clients.size();
+  size_t n = plan.variants.size() * override_count(plan) * plan.clients.size();
   for (const auto& d : plan.dims) {
     if (n > 1000000 / d.values.size())
       fail(Where{plan.file, "/matrix"}, "the matrix has more than 1000000 cells",
@@ -444,6 +628,41 @@ void check_host_limits(const CellSpec& c, const HostLimits& limits,
              : "fewer clients per simulated cell");
 }
 
+// A cell with simulator parameters from the matrix or an override variant: its machine is the
+// base platform's as written, those parameters over it, resolved again (so that a preset from
+// the matrix applies under the platform's own keys). An error names where the parameter it
+// blames was set (`at`: key without "platform." -> JSON path), else the first of them.
+void resolve_sim_cell(CellSpec& c, const Plan& plan, const nlohmann::json& over,
+                      const std::vector<std::pair<std::string, std::string>>& at) {
+  if (c.platform.kind != "sim")
+    fail(Where{plan.file, at.front().second},
+         "platform." + at.front().first + " is a parameter of the simulated machine, and this " +
+             "cell's platform.kind is \"" + c.platform.kind + "\"",
+         "\"platform\": {\"kind\": \"sim\", ...} (configs/README.md, platform)");
+  nlohmann::json whole = plan.base_sim ? plan.sim_given : nlohmann::json::object();
+  for (const auto& [k, v] : over.items()) whole[k] = v;
+  whole["kind"] = "sim";
+  try {
+    c.platform.sim = SimConfig::resolved_json(whole, "/platform", plan.preset_dir);
+  } catch (const std::exception& e) {
+    // SimConfig's messages start with the key's pointer: "/platform/cores: must be ...".
+    std::string msg = e.what();
+    std::string blamed = at.front().second;
+    const size_t colon = msg.find(": ");
+    if (msg.rfind("/platform/", 0) == 0 && colon != std::string::npos) {
+      const std::string key = msg.substr(10, colon - 10);
+      for (const auto& [k, path] : at)
+        if (k == key || key.rfind(k + "/", 0) == 0) {
+          blamed = path;
+          msg = msg.substr(colon + 2);
+          break;
+        }
+    }
+    fail(Where{plan.file, blamed}, msg,
+         "a valid simulated machine (configs/README.md, platform \"sim\"; core/platform/sim.h)");
+  }
+}
+
 std::vector<CellSpec> expand(const Plan& plan) {
   size_t total = 0;
   try {
@@ -455,8 +674,10 @@ std::vector<CellSpec> expand(const Plan& plan) {
   }
   std::set<std::string> reported;  // collecting: each cross-field error once, not once per cell
   const HostLimits limits = host_limits();
-  std::vector<size_t> sizes = {plan.variants.size(), plan.clients.size()};
+  // Dimensions: strategy variants, override variants (1 when none), clients, the other keys.
+  std::vector<size_t> sizes = {plan.variants.size(), override_count(plan), plan.clients.size()};
   for (const auto& d : plan.dims) sizes.push_back(d.values.size());
+  constexpr size_t kFirstDim = 3;
 
   std::vector<CellSpec> cells;
   cells.reserve(total);
@@ -474,20 +695,43 @@ std::vector<CellSpec> expand(const Plan& plan) {
     c.strategy_params = v.params;
     if (sizes[0] > 1) c.matrix_values["strategy"] = v.label;
 
-    c.clients = static_cast<uint32_t>(plan.clients[at[1]]);
-    if (sizes[1] > 1) c.matrix_values["clients"] = c.clients;
-    if (plan.clients_from_matrix) src["clients"] = plan.clients_at[at[1]];
+    // Simulator parameters of this cell (key without "platform.") and where each was set.
+    nlohmann::json sim_over = nlohmann::json::object();
+    std::vector<std::pair<std::string, std::string>> sim_at;
+    auto set_path = [&](const std::string& key, PathKind kind, const FieldDef* field,
+                        const OJson& value, const Where& w) {
+      switch (kind) {
+        case PathKind::kField:
+          field->apply(c, value, w);
+          src[key] = w.path;
+          break;
+        case PathKind::kParam:
+          c.strategy_params[key.substr(kParamsPrefix.size())] = nlohmann::json(value);
+          break;
+        case PathKind::kSim:
+          sim_over[key.substr(kPlatformPrefix.size())] = nlohmann::json(value);
+          sim_at.emplace_back(key.substr(kPlatformPrefix.size()), w.path);
+          src[key] = w.path;
+          break;
+      }
+    };
+
+    if (!plan.overrides.empty()) {
+      const OverrideVariant& ov = plan.overrides[at[1]];
+      c.label = plan.variants.size() > 1 ? v.label + "+" + ov.label : ov.label;
+      c.variant_set = ov.set_json;
+      if (sizes[1] > 1) c.matrix_values[kVariantsKey] = ov.label;
+      for (const SetEntry& e : ov.set) set_path(e.key, e.kind, e.field, e.value, e.where);
+    }
+
+    c.clients = static_cast<uint32_t>(plan.clients[at[2]]);
+    if (sizes[2] > 1) c.matrix_values["clients"] = c.clients;
+    if (plan.clients_from_matrix) src["clients"] = plan.clients_at[at[2]];
 
     for (size_t k = 0; k < plan.dims.size(); ++k) {
       const Dim& d = plan.dims[k];
-      const size_t i = at[k + 2];
-      const Where w = d.item(i);
-      if (d.field != nullptr) {
-        d.field->apply(c, d.values[i], w);
-        src[d.key] = w.path;
-      } else {
-        c.strategy_params[d.key.substr(kParamsPrefix.size())] = nlohmann::json(d.values[i]);
-      }
+      const size_t i = at[k + kFirstDim];
+      set_path(d.key, d.kind, d.field, d.values[i], d.item(i));
       if (d.values.size() > 1) c.matrix_values[d.key] = nlohmann::json(d.values[i]);
     }
     // platform.kind swept to "sim" from a threads base: the default machine, resolved.
@@ -501,6 +745,31 @@ std::vector<CellSpec> expand(const Plan& plan) {
         if (reported.insert(e.what()).second) plan.errors->push_back(e);
       }
     };
+    if (!sim_at.empty() && !plan.sim_broken) {
+      if (plan.errors == nullptr) {
+        resolve_sim_cell(c, plan, sim_over, sim_at);
+      } else {
+        try {
+          resolve_sim_cell(c, plan, sim_over, sim_at);
+        } catch (const ConfigError& e) {
+          // Collecting: each parameter on its own over the base machine, so that every bad value
+          // is named; the combination's error when each alone is fine.
+          bool alone = false;
+          for (const auto& [key, path] : sim_at) {
+            CellSpec scratch = c;
+            check([&] {
+              try {
+                resolve_sim_cell(scratch, plan, nlohmann::json{{key, sim_over[key]}}, {{key, path}});
+              } catch (const ConfigError&) {
+                alone = true;
+                throw;
+              }
+            });
+          }
+          if (!alone) check([&] { throw e; });
+        }
+      }
+    }
     check([&] { check_cell(c, src, plan.file); });
     check([&] { check_host_limits(c, limits, src, plan.file); });
     cells.push_back(std::move(c));
@@ -522,6 +791,7 @@ std::vector<CellSpec> expand_config(const OJson& config, const std::string& file
   if (shape != nullptr) {
     shape->dims.clear();
     shape->dims.emplace_back("strategies", plan.variants.size());
+    if (!plan.overrides.empty()) shape->dims.emplace_back(kVariantsKey, plan.overrides.size());
     shape->dims.emplace_back("clients", plan.clients.size());
     for (const auto& d : plan.dims) shape->dims.emplace_back(d.key, d.values.size());
     shape->cells = 0;
@@ -560,8 +830,10 @@ std::vector<CellSpec> expand_matrix(const nlohmann::json& config, const std::str
 std::string MatrixShape::describe() const {
   std::vector<std::string> parts;
   for (const auto& [name, n] : dims) {
-    if (name == "strategies" || name == "clients") {
-      const std::string singular = name == "strategies" ? "strategy" : "client";
+    if (name == "strategies" || name == "clients" || name == config_internal::kVariantsKey) {
+      const std::string singular = name == "strategies" ? "strategy"
+                                   : name == "clients"  ? "client"
+                                                        : "variant";
       parts.push_back(absl::StrFormat("%d %s", n, n == 1 ? singular : name));
     } else {
       parts.push_back(absl::StrFormat("%d %s", n, name));

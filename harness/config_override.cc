@@ -47,8 +47,9 @@ void apply_override(nlohmann::ordered_json& config, const std::string& assignmen
       if (!params && std::find(allowed.begin(), allowed.end(), mkey) == allowed.end())
         throw ConfigError(arg, "/matrix/" + escape_pointer(mkey),
                           "unknown matrix key \"" + mkey + "\"",
-                          "strategy, clients, a section field such as workload.record_size, or "
-                          "strategy.params.<name>",
+                          "strategy, variants, clients, a section field such as "
+                          "workload.record_size, platform.<simulator parameter> such as "
+                          "platform.cores, or strategy.params.<name>",
                           closest_match(mkey, allowed));
       keys.push_back(mkey);
     }

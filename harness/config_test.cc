@@ -858,3 +858,266 @@ TEST_CASE("sim cells past vm.max_map_count or memory fail at validation, naming 
 }
 
 }  // namespace walbench
+
+namespace walbench {
+
+// ---- matrix "variants": override variants ---------------------------------------------------
+
+TEST_CASE("override variants: label, set paths applied, order and the crossing with strategies",
+          "[config][variants]") {
+  SECTION("one strategy: the cell's label is the variant's") {
+    auto cells = expand(R"({
+      "strategy": {"name": "insert_locks", "label": "pg17"},
+      "wal": {"wal_buffers": 64},
+      "matrix": {
+        "clients": [1, 4],
+        "variants": [
+          {"label": "buffer_mapping", "set": {"wal.buffer_init": "mapping_lock"}},
+          {"label": "buffer_lockfree", "set": {"wal.buffer_init": "lockfree", "wal.wal_buffers": 128,
+                                               "clog.strategy": "clog_group_update",
+                                               "platform.atomics": "emulated",
+                                               "workload.name": "simple_update",
+                                               "strategy.params.num_locks": 16}}
+        ]
+      }
+    })");
+    // Variants come right after the strategy variants, before clients, wherever they are written.
+    REQUIRE(cells.size() == 4);
+    CHECK(cells[0].label == "buffer_mapping");
+    CHECK(cells[0].clients == 1);
+    CHECK(cells[1].label == "buffer_mapping");
+    CHECK(cells[1].clients == 4);
+    CHECK(cells[2].label == "buffer_lockfree");
+    const CellSpec& a = cells[0];
+    const CellSpec& b = cells[3];
+    CHECK(a.strategy == "insert_locks");
+    CHECK(a.wal.buffer_init == "mapping_lock");
+    CHECK(a.wal.wal_buffers == 64);
+    CHECK(a.clog.strategy == "clog_exclusive");
+    CHECK(a.platform.atomics == "native");
+    CHECK(a.strategy_params["num_locks"] == 8);
+    CHECK(b.wal.buffer_init == "lockfree");
+    CHECK(b.wal.wal_buffers == 128);
+    CHECK(b.clog.strategy == "clog_group_update");
+    CHECK(b.platform.atomics == "emulated");
+    CHECK(b.workload.name == "simple_update");
+    CHECK(b.strategy_params["num_locks"] == 16);
+    // The matrix records the variant like a strategy variant; the cell records what it set.
+    CHECK(b.matrix_values == nlohmann::json{{"variants", "buffer_lockfree"}, {"clients", 4}});
+    CHECK(a.variant_set == nlohmann::json{{"wal.buffer_init", "mapping_lock"}});
+    CHECK(b.variant_set.size() == 6);
+    CHECK(b.variant_set["strategy.params.num_locks"] == 16);
+  }
+
+  SECTION("several strategies: the lists cross, labels <strategy>+<variant>, strategies outermost") {
+    auto cells = expand(R"({
+      "matrix": {
+        "strategy": [{"name": "insert_locks", "label": "pg17"}, "single_lock"],
+        "variants": [{"label": "native", "set": {}},
+                     {"label": "no_spinlocks", "set": {"platform.spinlocks": "semaphore"}}],
+        "clients": [2]
+      }
+    })");
+    REQUIRE(cells.size() == 4);
+    std::vector<std::string> labels;
+    for (const auto& c : cells) labels.push_back(c.label);
+    CHECK(labels == std::vector<std::string>{"pg17+native", "pg17+no_spinlocks",
+                                             "single_lock+native", "single_lock+no_spinlocks"});
+    CHECK(cells[1].platform.spinlocks == "semaphore");
+    CHECK(cells[2].platform.spinlocks == "native");
+    CHECK(cells[2].strategy == "single_lock");
+    CHECK(cells[3].matrix_values ==
+          nlohmann::json{{"strategy", "single_lock"}, {"variants", "no_spinlocks"}});
+    CHECK(cells[0].variant_set == nlohmann::json::object());
+  }
+
+  SECTION("the shape counts variants; a single variant is no matrix value") {
+    const auto shape = matrix_shape(OJson::parse(R"({"strategy": "ideal", "matrix": {
+        "variants": [{"label": "a", "set": {}}, {"label": "b", "set": {"wal.fsync": false}},
+                     {"label": "c", "set": {"commit.synchronous_commit": false}}],
+        "clients": [1, 2]}})"),
+                                   "t.json");
+    CHECK(shape.cells == 6);
+    CHECK(shape.describe() == "1 strategy x 3 variants x 2 clients");
+    auto one = expand(R"({"strategy": "ideal", "matrix": {"variants": {"label": "only", "set": {"wal.fsync": false}}}})");
+    REQUIRE(one.size() == 1);
+    CHECK(one[0].label == "only");
+    CHECK_FALSE(one[0].wal.fsync);
+    CHECK(one[0].matrix_values == nlohmann::json::object());
+  }
+
+  SECTION("--set reaches matrix.variants") {
+    OJson config = OJson::parse(R"({"strategy": "ideal"})");
+    apply_override(config, R"(matrix.variants=[{"label": "x", "set": {"wal.fsync": false}}])");
+    auto cells = expand_matrix(config, "t.json");
+    REQUIRE(cells.size() == 1);
+    CHECK(cells[0].label == "x");
+  }
+}
+
+TEST_CASE("override variants: every error names the file, the set entry's JSON path and what was expected",
+          "[config][variants]") {
+  SECTION("one at a time, as run reports them") {
+    auto e = error_of(R"({"strategy": "ideal", "matrix": {"variants": [
+        {"label": "a", "set": {}}, {"label": "b", "set": {"wal.buffer_init": "lockfre"}}]}})");
+    CHECK(e.file == "test.json");
+    CHECK(e.json_path == "/matrix/variants/1/set/wal.buffer_init");
+    CHECK(e.suggestion == "lockfree");
+    CHECK(std::string(e.what()).rfind("test.json: /matrix/variants/1/set/wal.buffer_init: ", 0) == 0);
+    check_one_line(e);
+
+    e = error_of(R"({"strategy": "ideal", "matrix": {"variants": [{"label": "a", "set": {"wal.bufer_init": 1}}]}})");
+    CHECK(e.json_path == "/matrix/variants/0/set/wal.bufer_init");
+    CHECK(e.problem == "unknown config path \"wal.bufer_init\"");
+    CHECK(e.suggestion == "wal.buffer_init");
+
+    e = error_of(R"({"strategy": "ideal", "matrix": {"variants": [{"set": {}}]}})");
+    CHECK(e.json_path == "/matrix/variants/0");
+    CHECK(e.problem == "the variant has no \"label\"");
+
+    e = error_of(R"({"strategy": "ideal", "matrix": {"variants": [{"label": "a"}]}})");
+    CHECK(e.problem == "the variant \"a\" has no \"set\"");
+
+    e = error_of(R"({"strategy": "ideal", "matrix": {"variants": [{"label": "a b", "set": {}}]}})");
+    CHECK(e.json_path == "/matrix/variants/0/label");
+
+    e = error_of(R"({"strategy": "ideal", "matrix": {"variants": [
+        {"label": "a", "set": {}}, {"label": "a", "set": {"wal.fsync": false}}]}})");
+    CHECK(e.json_path == "/matrix/variants/1/label");
+    CHECK(e.problem == "duplicate label \"a\" (variant 0 has it too)");
+
+    e = error_of(R"({"strategy": "ideal", "matrix": {"wal.buffer_init": ["mapping_lock", "lockfree"],
+        "variants": [{"label": "a", "set": {"wal.buffer_init": "lockfree"}}]}})");
+    CHECK(e.json_path == "/matrix/variants/0/set/wal.buffer_init");
+    CHECK(e.problem == "\"wal.buffer_init\" is set here and swept by /matrix/wal.buffer_init");
+
+    e = error_of(R"({"strategy": "ideal", "matrix": {"variants": [{"label": "a", "set": {"strategy.name": "x"}}]}})");
+    CHECK(e.problem.find("cannot choose the strategy") != std::string::npos);
+    CHECK(e.expected.find("matrix.strategy") != std::string::npos);
+
+    e = error_of(R"({"strategy": "ideal", "matrix": {"variants": [{"label": "a", "set": {"strategy.params.num_locks": 8}}]}})");
+    CHECK(e.json_path == "/matrix/variants/0/set/strategy.params.num_locks");
+    CHECK(e.problem.find("has no parameter \"num_locks\"") != std::string::npos);
+
+    e = error_of(R"({"strategy": "ideal", "matrix": {"variants": [{"label": "a", "set": []}]}})");
+    CHECK(e.json_path == "/matrix/variants/0/set");
+  }
+
+  SECTION("validate collects them all") {
+    TempDir dir;
+    const std::string path = dir.write("v.json", R"({
+      "strategy": {"name": "insert_locks"},
+      "matrix": {
+        "variants": [
+          {"label": "a", "set": {"wal.buffer_init": "lockfre", "wal.fsync": false}},
+          {"label": "b", "set": {"wal.bufer_init": "lockfree", "strategy.params.num_locks": 3}},
+          {"set": {}},
+          {"label": "a", "set": {"workload.record_size": 64}},
+          {"label": "c", "set": {"wal": {}, "clients": 3}}
+        ],
+        "workload.record_size": [16, 32]
+      }
+    })");
+    const std::vector<ConfigError> errors = config_errors(path, {});
+    std::vector<std::string> paths;
+    for (const auto& e : errors) paths.push_back(e.json_path);
+    CHECK(paths == std::vector<std::string>{
+                       "/matrix/variants/0/set/wal.buffer_init",
+                       "/matrix/variants/1/set/wal.bufer_init",
+                       "/matrix/variants/2",
+                       "/matrix/variants/4/set/wal",
+                       "/matrix/variants/4/set/clients",
+                       "/matrix/variants/3/label",
+                       "/matrix/variants/1/set/strategy.params.num_locks",
+                       "/matrix/variants/3/set/workload.record_size",
+                   });
+    for (const auto& e : errors) {
+      CHECK(e.file == path);
+      check_one_line(e);
+    }
+    // A --set that put the variants there is named.
+    const std::string ok = dir.write("ok.json", R"({"strategy": "ideal"})");
+    const auto blamed = config_errors(ok, {R"(matrix.variants=[{"label": "x", "set": {"wal.fsync": 3}}])"});
+    REQUIRE(blamed.size() == 1);
+    CHECK(blamed[0].file.rfind("--set matrix.variants=", 0) == 0);
+    CHECK(blamed[0].json_path == "/matrix/variants/0/set/wal.fsync");
+  }
+}
+
+TEST_CASE("simulator parameters are matrix keys and variant paths: each cell resolves its machine",
+          "[config][variants]") {
+  SECTION("platform.cores swept: different machines, the rest from the base and its preset") {
+    auto cells = expand(R"({
+      "platform": {"kind": "sim", "preset": "milan_2s", "fsync_ns": 1234},
+      "strategy": "single_lock",
+      "matrix": {"platform.cores": [32, 64], "clients": [8]}
+    })");
+    REQUIRE(cells.size() == 2);
+    const SimConfig milan = SimConfig::preset("milan_2s");
+    for (size_t i = 0; i < 2; ++i) {
+      const auto& sim = cells[i].platform.sim;
+      CHECK(sim["cores"] == (i == 0 ? 32 : 64));
+      CHECK(sim["fsync_ns"] == 1234);
+      CHECK(sim["preset"] == "milan_2s");
+      CHECK(sim["cross_socket_transfer_ns"] == milan.cross_socket_transfer_ns);
+      CHECK(cells[i].matrix_values["platform.cores"] == (i == 0 ? 32 : 64));
+      // The resolved machine stands on its own (a cell of a result file reruns from it).
+      CHECK(SimConfig::from_json(sim, "/platform").cores == (i == 0 ? 32u : 64u));
+    }
+  }
+
+  SECTION("a preset from the matrix applies under the platform's own keys") {
+    auto cells = expand(R"({
+      "platform": {"kind": "sim", "cores": 16},
+      "strategy": "single_lock",
+      "matrix": {"platform.preset": ["icelake_2s", "milan_2s"]}
+    })");
+    REQUIRE(cells.size() == 2);
+    CHECK(cells[0].platform.sim["cores"] == 16);
+    CHECK(cells[1].platform.sim["cores"] == 16);
+    CHECK(cells[0].platform.sim["cross_socket_transfer_ns"] ==
+          SimConfig::preset("icelake_2s").cross_socket_transfer_ns);
+    CHECK(cells[1].platform.sim["cross_socket_transfer_ns"] ==
+          SimConfig::preset("milan_2s").cross_socket_transfer_ns);
+  }
+
+  SECTION("an override variant sets them") {
+    auto cells = expand(R"({
+      "platform": {"kind": "sim", "cores": 16},
+      "strategy": "single_lock",
+      "matrix": {"variants": [{"label": "near", "set": {"platform.cross_socket_transfer_ns": 60}},
+                              {"label": "far", "set": {"platform.cross_socket_transfer_ns": 300}}]}
+    })");
+    REQUIRE(cells.size() == 2);
+    CHECK(cells[0].platform.sim["cross_socket_transfer_ns"] == 60);
+    CHECK(cells[1].platform.sim["cross_socket_transfer_ns"] == 300);
+    CHECK(cells[1].platform.sim["cores"] == 16);
+  }
+
+  SECTION("errors name the matrix item or set entry") {
+    auto e = error_of(R"({"platform": {"kind": "sim"}, "strategy": "single_lock",
+                          "matrix": {"platform.cores": [64, 0]}})");
+    CHECK(e.json_path == "/matrix/platform.cores/1");
+    CHECK(e.problem == "must be in [1, 4096]");
+    e = error_of(R"({"strategy": "single_lock", "matrix": {"platform.cores": [64]}})");
+    CHECK(e.json_path == "/matrix/platform.cores/0");
+    CHECK(e.problem.find("parameter of the simulated machine") != std::string::npos);
+    e = error_of(R"({"platform": {"kind": "sim"}, "strategy": "single_lock",
+                     "matrix": {"platform.corse": [64]}})");
+    CHECK(e.json_path == "/matrix/platform.corse");
+    CHECK(e.suggestion == "platform.cores");
+    e = error_of(R"({"platform": {"kind": "sim"}, "strategy": "single_lock",
+                     "matrix": {"variants": [{"label": "x", "set": {"platform.preset": "nosuch"}}]}})");
+    CHECK(e.json_path == "/matrix/variants/0/set/platform.preset");
+  }
+
+  SECTION("--set matrix.platform.cores") {
+    OJson config = OJson::parse(R"({"platform": {"kind": "sim"}, "strategy": "single_lock"})");
+    apply_override(config, "matrix.platform.cores=[8,16]");
+    auto cells = expand_matrix(config, "t.json");
+    REQUIRE(cells.size() == 2);
+    CHECK(cells[1].platform.sim["cores"] == 16);
+  }
+}
+
+}  // namespace walbench

@@ -1180,7 +1180,423 @@ std::string render_fidelity(const ojson& cmp) {
   return o.str();
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// Wait-event tables (fidelity.h, "Wait-event tables")
+
+namespace {
+
+std::vector<std::string> read_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) bad(path + ": cannot read reference table: " + std::strerror(errno));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+    if (!trim(line).empty()) return split_csv_line(line, path + ":1");
+  }
+  return {};
+}
+
+// The published advantages of the CLOG thread's group update (reference/README.md): clients ->
+// group update tps / exclusive tps.
+const std::map<uint64_t, double>& clog_thread_advantage() {
+  static const std::map<uint64_t, double> m = {{64, 1.11}, {128, 1.64}};
+  return m;
+}
+
+}  // namespace
+
+bool is_wait_event_csv(const std::string& path) {
+  const std::vector<std::string> h = read_header(path);
+  return std::find(h.begin(), h.end(), "wait_event") != h.end() &&
+         std::find(h.begin(), h.end(), "samples") != h.end();
+}
+
+WaitEventTable load_wait_event_csv(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) bad(path + ": cannot read reference table: " + std::strerror(errno));
+  WaitEventTable t;
+  t.path = path;
+  std::string line;
+  size_t lineno = 0;
+  std::vector<std::string> header;
+  size_t i_variant = 0, i_clients = 0, i_event = 0, i_samples = 0;
+  std::vector<size_t> i_other;
+  std::set<std::tuple<std::string, uint64_t, std::vector<std::string>, std::string>> seen;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (lineno == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+    if (trim(line).empty()) continue;
+    const std::string where = absl::StrFormat("%s:%d", path, lineno);
+    std::vector<std::string> fields = split_csv_line(line, where);
+    if (header.empty()) {
+      header = fields;
+      std::map<std::string, size_t> index;
+      for (size_t i = 0; i < header.size(); ++i)
+        if (!index.emplace(header[i], i).second)
+          bad(where + ": header names column " + in_quotes_text(header[i]) + " twice");
+      std::vector<std::string> missing;
+      for (const char* need : {"variant", "clients", "wait_event", "samples"})
+        if (!index.count(need)) missing.push_back(need);
+      if (!missing.empty())
+        bad(absl::StrFormat("%s: header lacks %s; a wait-event table needs variant, clients, "
+                            "wait_event and samples (the header has %s)",
+                            where, absl::StrJoin(missing, ", "), absl::StrJoin(header, ", ")));
+      i_variant = index["variant"];
+      i_clients = index["clients"];
+      i_event = index["wait_event"];
+      i_samples = index["samples"];
+      for (size_t i = 0; i < header.size(); ++i)
+        if (i != i_variant && i != i_clients && i != i_event && i != i_samples) {
+          i_other.push_back(i);
+          t.other_columns.push_back(header[i]);
+        }
+      continue;
+    }
+    if (fields.size() != header.size())
+      bad(absl::StrFormat("%s: expected %d fields (%s), found %d", where, header.size(),
+                          absl::StrJoin(header, ","), fields.size()));
+    WaitEventTable::Row row;
+    row.line = lineno;
+    row.variant = fields[i_variant];
+    if (row.variant.empty()) bad(where + ": column \"variant\" is empty");
+    const std::string& c = fields[i_clients];
+    const bool digits = !c.empty() && c.size() < 19 &&
+                        std::all_of(c.begin(), c.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    if (!digits || std::stoull(c) == 0)
+      bad(absl::StrFormat("%s: column \"clients\": expected a positive integer, found \"%s\"", where, c));
+    row.clients = std::stoull(c);
+    row.wait_event = fields[i_event];
+    if (row.wait_event.empty()) bad(where + ": column \"wait_event\" is empty");
+    const auto n = parse_number(fields[i_samples]);
+    if (!n || *n < 0)
+      bad(absl::StrFormat("%s: column \"samples\": expected a non-negative number, found \"%s\"",
+                          where, fields[i_samples]));
+    row.samples = *n;
+    for (size_t i : i_other) row.values.push_back(fields[i]);
+    if (!seen.emplace(row.variant, row.clients, row.values, row.wait_event).second)
+      bad(absl::StrFormat("%s: duplicate row: variant=%s clients=%d wait_event=%s", where,
+                          row.variant, row.clients, row.wait_event));
+    t.rows.push_back(std::move(row));
+  }
+  if (header.empty()) bad(path + ": the reference table is empty");
+  if (t.rows.empty()) bad(path + ": the reference table has a header but no rows");
+  return t;
+}
+
+ojson wait_event_compare(const json& result, const WaitEventTable& ref, const FidelityOptions& opts) {
+  const double tie = opts.tie_pct / 100;
+  std::map<std::string, std::string> rename;
+  for (const auto& r : opts.renames) {
+    const auto eq = r.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == r.size())
+      bad("compare: --variant " + r + ": expected RESULT_LABEL=CSV_VARIANT");
+    rename[r.substr(0, eq)] = r.substr(eq + 1);
+  }
+  std::vector<std::string> variants;  // in CSV order
+  for (const auto& row : ref.rows)
+    if (std::find(variants.begin(), variants.end(), row.variant) == variants.end())
+      variants.push_back(row.variant);
+  auto variant_of = [&](const json& cell) -> std::string {
+    const std::string label = cell.value("label", std::string());
+    const std::string named = rename.count(label) ? rename[label] : label;
+    if (std::find(variants.begin(), variants.end(), named) != variants.end()) return named;
+    if (cell.contains("matrix") && cell["matrix"].is_object())
+      for (const auto& [k, v] : cell["matrix"].items())
+        if (v.is_string() && std::find(variants.begin(), variants.end(), v.get<std::string>()) != variants.end())
+          return v.get<std::string>();
+    return "";
+  };
+  auto column_value = [&](const json& cell, const std::string& col) -> std::optional<std::string> {
+    if (col == "workload" && cell.contains("workload") && cell["workload"].is_object() &&
+        cell["workload"].contains("name"))
+      return cell["workload"]["name"].get<std::string>();
+    if (cell.contains("matrix") && cell["matrix"].is_object())
+      for (const auto& [k, v] : cell["matrix"].items())
+        if (last_component(k) == col) return v.is_string() ? v.get<std::string>() : v.dump();
+    return std::nullopt;
+  };
+  // Result cells by (variant, clients, other values).
+  struct Sim {
+    std::map<std::string, double> events;  // summed over repetitions
+    double tps = 0;
+    bool has_tps = false;
+    std::string label;
+  };
+  using Key = std::tuple<std::string, uint64_t, std::vector<std::string>>;
+  std::map<Key, Sim> sims;
+  for (const auto& cell : result.at("cells")) {
+    const std::string v = variant_of(cell);
+    if (v.empty()) continue;
+    std::vector<std::string> values;
+    bool ok = true;
+    for (const auto& col : ref.other_columns) {
+      const auto cv = column_value(cell, col);
+      if (!cv) { ok = false; break; }
+      values.push_back(*cv);
+    }
+    if (!ok) continue;
+    Sim s;
+    s.label = cell.value("label", std::string());
+    if (cell.contains("repetitions") && cell["repetitions"].is_array())
+      for (const auto& rep : cell["repetitions"])
+        if (rep.contains("wait_events") && rep["wait_events"].is_object())
+          for (const auto& [e, n] : rep["wait_events"].items())
+            if (n.is_number()) s.events[e] += n.get<double>();
+    if (cell.contains("summary") && cell["summary"].is_object() && cell["summary"].contains("tps_median") &&
+        cell["summary"]["tps_median"].is_number()) {
+      s.tps = cell["summary"]["tps_median"].get<double>();
+      s.has_tps = true;
+    }
+    sims[Key{v, cell.at("clients").get<uint64_t>(), values}] = std::move(s);
+  }
+  // The config's fitted list (fidelity.h "Fitted points"): a cell is fitted when it has every
+  // value of some entry (variant, clients, or another column); fitted cells are shown, not scored.
+  std::vector<json> fitted;
+  auto add_fitted = [&](const json& cfg) {
+    if (cfg.is_object() && cfg.contains("fitted") && cfg["fitted"].is_array())
+      for (const auto& e : cfg["fitted"]) if (e.is_object()) fitted.push_back(e);
+  };
+  if (!opts.fitted_from.empty()) {
+    std::ifstream in(opts.fitted_from);
+    if (!in) bad("compare: --fitted-from " + opts.fitted_from + ": cannot read");
+    try {
+      add_fitted(json::parse(in));
+    } catch (const json::exception& e) {
+      bad("compare: --fitted-from " + opts.fitted_from + ": " + e.what());
+    }
+  } else if (result.contains("context") && result["context"].is_object() && result["context"].contains("config")) {
+    const json& cfg = result["context"]["config"];
+    if (cfg.is_array())
+      for (const auto& c : cfg) add_fitted(c);
+    else
+      add_fitted(cfg);
+  }
+  auto fitted_reason = [&](const Key& k) -> std::optional<std::string> {
+    const auto& [variant, clients, values] = k;
+    for (const auto& e : fitted) {
+      bool all = true;
+      for (const auto& [col, v] : e.items()) {
+        if (col == "reason") continue;
+        const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+        if (col == "variant") all = all && text == variant;
+        else if (col == "clients") all = all && same_value(text, std::to_string(clients));
+        else {
+          const auto it = std::find(ref.other_columns.begin(), ref.other_columns.end(), col);
+          all = all && it != ref.other_columns.end() &&
+                same_value(text, values[static_cast<size_t>(it - ref.other_columns.begin())]);
+        }
+      }
+      if (all) return e.value("reason", std::string());
+    }
+    return std::nullopt;
+  };
+  // Published cells, in CSV order.
+  std::vector<Key> order;
+  std::map<Key, std::vector<const WaitEventTable::Row*>> pub;
+  for (const auto& row : ref.rows) {
+    const Key k{row.variant, row.clients, row.values};
+    if (!pub.count(k)) order.push_back(k);
+    pub[k].push_back(&row);
+  }
+  ojson cells = ojson::array();
+  std::vector<double> tvds;
+  size_t top_agree = 0, compared = 0;
+  ojson missing = ojson::array();
+  for (const Key& k : order) {
+    const auto& [variant, clients, values] = k;
+    ojson c;
+    c["variant"] = variant;
+    c["clients"] = clients;
+    ojson other = ojson::object();
+    for (size_t i = 0; i < ref.other_columns.size(); ++i) other[ref.other_columns[i]] = values[i];
+    c["columns"] = other;
+    const auto it = sims.find(k);
+    if (it == sims.end()) {
+      missing.push_back(c);
+      continue;
+    }
+    const Sim& sim = it->second;
+    double pub_total = 0, sim_listed = 0, sim_nonidle = 0;
+    for (const auto* r : pub[k]) {
+      pub_total += r->samples;
+      const auto e = sim.events.find(r->wait_event);
+      if (e != sim.events.end()) sim_listed += e->second;
+    }
+    for (const auto& [e, n] : sim.events)
+      if (e != "CPU") sim_nonidle += n;
+    ojson events = ojson::array();
+    double tvd = 0;
+    std::string pub_top, sim_top;
+    double pub_top_v = -1, sim_top_v = -1;
+    for (const auto* r : pub[k]) {
+      const auto e = sim.events.find(r->wait_event);
+      const double n = e == sim.events.end() ? 0 : e->second;
+      const double ps = pub_total > 0 ? r->samples / pub_total : 0;
+      const double ss = sim_listed > 0 ? n / sim_listed : 0;
+      tvd += std::abs(ss - ps) / 2;
+      if (r->samples > pub_top_v) { pub_top_v = r->samples; pub_top = r->wait_event; }
+      if (n > sim_top_v) { sim_top_v = n; sim_top = r->wait_event; }
+      events.push_back(ojson{{"wait_event", r->wait_event}, {"published_samples", r->samples},
+                             {"result_samples", n}, {"published_share", ps}, {"result_share", ss},
+                             {"error", ss - ps}});
+    }
+    if (sim_listed == 0) sim_top.clear();
+    ojson unlisted = ojson::object();
+    for (const auto& [e, n] : sim.events) {
+      if (e == "CPU" || n == 0) continue;
+      bool listed = false;
+      for (const auto* r : pub[k]) listed = listed || r->wait_event == e;
+      if (!listed) unlisted[e] = sim_nonidle > 0 ? n / sim_nonidle : 0;
+    }
+    c["label"] = sim.label;
+    c["events"] = events;
+    c["unlisted_share"] = unlisted;
+    c["cpu_samples"] = sim.events.count("CPU") ? sim.events.at("CPU") : 0.0;
+    c["tvd"] = tvd;
+    c["published_top"] = pub_top;
+    c["result_top"] = sim_top;
+    c["top_agrees"] = pub_top == sim_top;
+    c["tps"] = sim.has_tps ? ojson(sim.tps) : ojson(nullptr);
+    const auto why = fitted_reason(k);
+    c["fitted"] = why ? ojson(*why) : ojson(nullptr);
+    cells.push_back(c);
+    if (why) continue;  // shown, not scored
+    tvds.push_back(tvd);
+    ++compared;
+    if (pub_top == sim_top) ++top_agree;
+  }
+  if (compared == 0)
+    bad("compare: no result cell matches a cell of " + ref.path +
+        " (variants are matched by label or by a matrix value; rename with --variant LABEL=NAME)");
+  // tps claims: two variants, the first is the baseline.
+  ojson claims = nullptr;
+  if (variants.size() == 2) {
+    std::set<uint64_t> common;
+    for (const Key& k : order) {
+      const auto& [variant, clients, values] = k;
+      const Key other{variant == variants[0] ? variants[1] : variants[0], clients, values};
+      const auto a = sims.find(k), b = sims.find(other);
+      if (a != sims.end() && b != sims.end() && a->second.has_tps && b->second.has_tps) common.insert(clients);
+    }
+    if (common.size() >= 2) {
+      const uint64_t lo = *common.begin(), hi = *common.rbegin();
+      auto tps_of = [&](const std::string& v, uint64_t n) {
+        for (const auto& [key, s] : sims)
+          if (std::get<0>(key) == v && std::get<1>(key) == n) return s.tps;
+        return 0.0;
+      };
+      const double b_lo = tps_of(variants[0], lo), b_hi = tps_of(variants[0], hi);
+      const double o_lo = tps_of(variants[1], lo), o_hi = tps_of(variants[1], hi);
+      const double r_lo = b_lo > 0 ? o_lo / b_lo : 0, r_hi = b_hi > 0 ? o_hi / b_hi : 0;
+      claims = ojson{{"baseline", variants[0]}, {"other", variants[1]}, {"clients_lo", lo},
+                     {"clients_hi", hi}, {"baseline_tps", {b_lo, b_hi}}, {"other_tps", {o_lo, o_hi}},
+                     {"ratio", {r_lo, r_hi}},
+                     {"baseline_falls", b_hi < b_lo},
+                     {"other_holds", o_hi >= (1 - tie) * o_lo},
+                     {"advantage_grows", r_hi > r_lo}};
+      const auto& adv = clog_thread_advantage();
+      if (adv.count(lo) && adv.count(hi) && variants[0] == "clog_exclusive")
+        claims["published_ratio"] = {adv.at(lo), adv.at(hi)};
+    }
+  }
+  ojson summary;
+  summary["cells_compared"] = compared;
+  summary["cells_fitted"] = cells.size() - compared;
+  summary["cells_missing"] = missing.size();
+  double mean = 0, mx = 0;
+  for (double t : tvds) {
+    mean += t / static_cast<double>(tvds.size());
+    mx = std::max(mx, t);
+  }
+  summary["tvd_mean"] = mean;
+  summary["tvd_max"] = mx;
+  summary["top_agree"] = top_agree;
+  ojson out;
+  out["version"] = kFidelityVersion;
+  out["mode"] = "wait_events";
+  out["result"] = opts.result_path;
+  out["reference"] = ref.path;
+  out["cells"] = cells;
+  out["missing"] = missing;
+  out["claims"] = claims;
+  out["summary"] = summary;
+  return out;
+}
+
+std::string render_wait_event_compare(const ojson& cmp) {
+  std::ostringstream o;
+  o << "Wait-event shares: " << cmp["result"].get<std::string>() << " against "
+    << cmp["reference"].get<std::string>() << "\n"
+    << "(share = an event's samples / the samples of the events the published cell lists; "
+       "TVD = half the summed absolute share errors)\n";
+  for (const auto& c : cmp["cells"]) {
+    std::string cols;
+    for (const auto& [k, v] : c["columns"].items()) cols += " " + k + "=" + v.get<std::string>();
+    o << "\n" << c["variant"].get<std::string>() << " clients=" << c["clients"].get<uint64_t>() << cols;
+    if (c["tps"].is_number()) o << "  tps " << fmt_tps(c["tps"].get<double>());
+    if (c["fitted"].is_string()) o << "  (fitted, not scored: " << c["fitted"].get<std::string>() << ")";
+    o << absl::StrFormat("  TVD %.3f  top %s%s\n", c["tvd"].get<double>(),
+                         c["published_top"].get<std::string>(),
+                         c["top_agrees"].get<bool>() ? " (agrees)"
+                                                     : " (result: " + c["result_top"].get<std::string>() + ")");
+    o << absl::StrFormat("  %-28s %10s %10s %8s\n", "event", "published", "result", "error");
+    for (const auto& e : c["events"])
+      o << absl::StrFormat("  %-28s %10s %10s %+7.1f%%\n", e["wait_event"].get<std::string>(),
+                           fmt_pct(e["published_share"].get<double>()),
+                           fmt_pct(e["result_share"].get<double>()), 100 * e["error"].get<double>());
+    std::vector<std::string> un;
+    for (const auto& [k, v] : c["unlisted_share"].items())
+      if (v.get<double>() >= 0.01) un.push_back(k + " " + fmt_pct(v.get<double>()));
+    if (!un.empty()) o << "  not in the published list (share of the result's non-CPU samples): " << absl::StrJoin(un, ", ") << "\n";
+  }
+  for (const auto& m : cmp["missing"])
+    o << "\nno result cell for " << m["variant"].get<std::string>() << " clients=" << m["clients"].get<uint64_t>() << "\n";
+  const auto& s = cmp["summary"];
+  o << absl::StrFormat("\nSummary: %d cells scored (%d fitted, not scored), %d missing; TVD mean %.3f, max %.3f; top event agrees in %d of %d\n",
+                       s["cells_compared"].get<uint64_t>(), s["cells_fitted"].get<uint64_t>(),
+                       s["cells_missing"].get<uint64_t>(),
+                       s["tvd_mean"].get<double>(), s["tvd_max"].get<double>(),
+                       s["top_agree"].get<uint64_t>(), s["cells_compared"].get<uint64_t>());
+  const auto& cl = cmp["claims"];
+  if (cl.is_object()) {
+    const auto lo = cl["clients_lo"].get<uint64_t>(), hi = cl["clients_hi"].get<uint64_t>();
+    o << absl::StrFormat("tps %s: %s at %d -> %s at %d clients: %s\n", cl["baseline"].get<std::string>(),
+                         fmt_tps(cl["baseline_tps"][0].get<double>()), lo,
+                         fmt_tps(cl["baseline_tps"][1].get<double>()), hi,
+                         cl["baseline_falls"].get<bool>() ? "falls (as published)" : "does not fall (published: falls)");
+    o << absl::StrFormat("tps %s: %s at %d -> %s at %d clients: %s\n", cl["other"].get<std::string>(),
+                         fmt_tps(cl["other_tps"][0].get<double>()), lo,
+                         fmt_tps(cl["other_tps"][1].get<double>()), hi,
+                         cl["other_holds"].get<bool>() ? "holds (as published)" : "falls (published: holds)");
+    o << absl::StrFormat("ratio %s / %s: %.2f at %d, %.2f at %d%s: %s\n", cl["other"].get<std::string>(),
+                         cl["baseline"].get<std::string>(), cl["ratio"][0].get<double>(), lo,
+                         cl["ratio"][1].get<double>(), hi,
+                         cl.contains("published_ratio")
+                             ? absl::StrFormat(" (published %.2f, %.2f)", cl["published_ratio"][0].get<double>(),
+                                               cl["published_ratio"][1].get<double>())
+                             : std::string(),
+                         cl["advantage_grows"].get<bool>() ? "the advantage grows (as published)"
+                                                           : "the advantage does not grow (published: it grows)");
+  }
+  return o.str();
+}
+
 int fidelity_command(const FidelityOptions& opts, std::ostream& out, std::ostream& /*err*/) {
+  if (is_wait_event_csv(opts.reference_path)) {
+    const json result = load_result_file(opts.result_path);
+    const WaitEventTable ref = load_wait_event_csv(opts.reference_path);
+    const ojson cmp = wait_event_compare(result, ref, opts);
+    if (!opts.json_path.empty()) {
+      try {
+        write_file_atomically(opts.json_path, cmp.dump(1) + "\n");
+      } catch (const std::runtime_error& e) {
+        throw UsageError(std::string("compare --json: ") + e.what());
+      }
+    }
+    out << render_wait_event_compare(cmp);
+    return 0;
+  }
   const json result = load_result_file(opts.result_path);
   const ReferenceTable ref = load_reference_csv(opts.reference_path);
   const ojson cmp = fidelity_compare(result, ref, opts);

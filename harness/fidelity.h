@@ -54,6 +54,34 @@
 //
 // The same comparison is written as JSON with `--json FILE` (layout in harness/RESULTS.md,
 // "Fidelity comparison files"); the text is rendered from that JSON.
+//
+// Wait-event tables. A reference CSV whose header has `wait_event` and `samples` (and
+// `variant`, `clients`; no `tps`) is a table of pg_stat_activity samples, the top events of each
+// published run (../shared/reference/clog-group-update-wait-events-128core.csv). It is compared
+// per cell (variant, clients, and any other column such as `workload`):
+//   matching   variant: the cell's label (after --variant renames), or else a string value of
+//              the cell's matrix that names a CSV variant (so a config that sweeps
+//              `clog.strategy` matches clog_exclusive / clog_group_update without labels);
+//              `workload` against the cell's workload name; any other column against the
+//              matrix key ending in its name.
+//   shares     published: each listed event's samples / the cell's listed samples. Result: the
+//              repetitions' `wait_events` summed, each listed event's samples / the result's
+//              samples of the same listed events (so both shares sum to 1 over the same set;
+//              CPU and unlisted events stay out). The result's samples in events the table
+//              does not list, as a share of all its non-CPU samples, are shown ("unlisted").
+//   score      per cell: the share error of each listed event (result - published), the total
+//              variation distance TVD = 1/2 sum |error| (0 = same mix, 1 = disjoint), and
+//              whether the top event agrees. Summary: mean and max TVD, top events agreeing.
+//   tps claims with exactly two variants, the first in the CSV as baseline: the result's tps at
+//              the table's smallest and largest common client counts; the published claim of
+//              the CLOG thread (reference/README.md) is checked: the baseline falls from the
+//              smallest to the largest count, the other variant holds (falls by less than
+//              --tie-pct), and the other's advantage grows; for the CLOG table the published
+//              advantages (+11% at 64, +64% at 128 clients) are shown beside the result's.
+//   fitted     cells matching an entry of the config's `fitted` list (variant, clients, other
+//              columns; from context.config or --fitted-from) are shown with the reason and
+//              left out of the summary scores.
+// --fix and --baseline do not apply to wait-event tables.
 #pragma once
 
 #include <cstdint>
@@ -106,6 +134,30 @@ nlohmann::ordered_json fidelity_compare(const nlohmann::json& result, const Refe
 
 // The text report of a comparison made by fidelity_compare().
 std::string render_fidelity(const nlohmann::ordered_json& cmp);
+
+// A published wait-event table (see "Wait-event tables" above).
+struct WaitEventTable {
+  struct Row {
+    size_t line = 0;
+    std::string variant;
+    uint64_t clients = 0;
+    std::string wait_event;
+    double samples = 0;
+    std::vector<std::string> values;  // one per other column, in other_columns order
+  };
+  std::string path;
+  std::vector<std::string> other_columns;  // e.g. "workload"
+  std::vector<Row> rows;
+};
+
+// True when the CSV's header names wait_event and samples (a wait-event table).
+bool is_wait_event_csv(const std::string& path);
+// Throws UsageError naming file and line: missing columns, wrong field count, a client count
+// or sample count that is not a positive integer / non-negative number, a duplicate event.
+WaitEventTable load_wait_event_csv(const std::string& path);
+nlohmann::ordered_json wait_event_compare(const nlohmann::json& result, const WaitEventTable& ref,
+                                          const FidelityOptions& opts);
+std::string render_wait_event_compare(const nlohmann::ordered_json& cmp);
 
 // `walbench compare RESULT --reference REF.csv`: loads both, prints the report to `out`, writes
 // opts.json_path atomically when set. Returns 0 (mismatches are findings); throws UsageError for

@@ -831,4 +831,114 @@ TEST_CASE("fidelity: walbench compare --reference end to end", "[fidelity][cli]"
   }
 }
 
+
+// ---- Wait-event tables (fidelity.h, "Wait-event tables") ----
+
+json wait_cell(const std::string& strategy, int clients, double tps, const json& events) {
+  json c = cell("pg10", clients, tps, {{"clog.strategy", strategy}});
+  c["matrix"].erase("strategy");
+  c["workload"]["name"] = "simple_update";
+  c["repetitions"] = json::array({{{"wait_events", events}}});
+  return c;
+}
+
+TEST_CASE("fidelity: the CLOG wait-event table parses", "[fidelity][clog]") {
+  const std::string path = std::string(WALBENCH_SOURCE_DIR) +
+                           "/../shared/reference/clog-group-update-wait-events-128core.csv";
+  if (!fs::exists(path)) {
+    WARN("no " << path << ": skipped");
+    return;
+  }
+  CHECK(is_wait_event_csv(path));
+  const WaitEventTable t = load_wait_event_csv(path);
+  CHECK(t.other_columns == std::vector<std::string>{"workload"});
+  REQUIRE(t.rows.size() == 41);
+  CHECK(t.rows[0].variant == "clog_exclusive");
+  CHECK(t.rows[0].clients == 64);
+  CHECK(t.rows[0].wait_event == "Client:ClientRead");
+  CHECK(t.rows[0].samples == 53808);
+  CHECK(t.rows[0].values == std::vector<std::string>{"simple_update"});
+}
+
+TEST_CASE("fidelity: wait-event tables reject malformed rows", "[fidelity][clog]") {
+  TempDir d;
+  const auto err = [&](const std::string& text) {
+    try {
+      load_wait_event_csv(d.write("w.csv", text));
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(err("variant,clients,wait_event\nx,1,A\n").find("lacks samples") != std::string::npos);
+  CHECK(err("variant,clients,wait_event,samples\nx,0,A,1\n").find("positive integer") != std::string::npos);
+  CHECK(err("variant,clients,wait_event,samples\nx,1,A,-1\n").find("non-negative") != std::string::npos);
+  CHECK(err("variant,clients,wait_event,samples\nx,1,A,1\nx,1,A,2\n").find("duplicate") != std::string::npos);
+  CHECK(err("variant,clients,wait_event,samples\nx,1,A\n").find("expected 4 fields") != std::string::npos);
+  CHECK_FALSE(is_wait_event_csv(d.write("t.csv", "variant,clients,tps\nx,1,5\n")));
+}
+
+TEST_CASE("fidelity: wait-event shares, TVD, top event and the tps claims", "[fidelity][clog]") {
+  TempDir d;
+  const std::string csv = d.write("w.csv",
+                                  "variant,workload,clients,wait_event,samples\n"
+                                  "clog_exclusive,simple_update,64,Client:ClientRead,60\n"
+                                  "clog_exclusive,simple_update,64,LWLock:CLogControlLock,40\n"
+                                  "clog_group_update,simple_update,64,Client:ClientRead,100\n"
+                                  "clog_exclusive,simple_update,128,LWLock:CLogControlLock,75\n"
+                                  "clog_exclusive,simple_update,128,Client:ClientRead,25\n"
+                                  "clog_group_update,simple_update,128,Client:ClientRead,100\n");
+  // Result: exclusive 64 has the mix exactly (CPU and an unlisted event do not count);
+  // exclusive 128 has it reversed; group update has only ClientRead.
+  const json cells = json::array(
+      {wait_cell("clog_exclusive", 64, 1000,
+                 {{"CPU", 500}, {"Client:ClientRead", 6}, {"LWLock:CLogControlLock", 4}, {"LWLock:XidGenLock", 10}}),
+       wait_cell("clog_group_update", 64, 1100, {{"Client:ClientRead", 7}}),
+       wait_cell("clog_exclusive", 128, 800, {{"Client:ClientRead", 3}, {"LWLock:CLogControlLock", 1}}),
+       wait_cell("clog_group_update", 128, 1150, {{"Client:ClientRead", 9}})});
+  const std::string res = d.write("r.json", result_file(cells));
+  FidelityOptions opts;
+  opts.result_path = res;
+  opts.reference_path = csv;
+  std::ostringstream out, err;
+  REQUIRE(fidelity_command(opts, out, err) == 0);
+  Run r;
+  r.cmp = wait_event_compare(nlohmann::json::parse(std::ifstream(res)), load_wait_event_csv(csv), opts);
+  r.text = out.str();
+  CHECK(r.text == render_wait_event_compare(r.cmp));
+  INFO(r.text);
+  REQUIRE(r.cmp["mode"] == "wait_events");
+  const ojson& c = r.cmp["cells"];
+  REQUIRE(c.size() == 4);
+  CHECK(c[0]["variant"] == "clog_exclusive");
+  CHECK(c[0]["tvd"].get<double>() == Approx(0));
+  CHECK(c[0]["top_agrees"] == true);
+  CHECK(c[0]["events"][1]["result_share"].get<double>() == Approx(0.4));
+  CHECK(c[0]["unlisted_share"]["LWLock:XidGenLock"].get<double>() == Approx(0.5));
+  // exclusive 128: published 75/25, result 25/75 -> TVD 0.5, top disagrees.
+  CHECK(c[2]["tvd"].get<double>() == Approx(0.5));
+  CHECK(c[2]["top_agrees"] == false);
+  CHECK(r.cmp["summary"]["top_agree"] == 3);
+  CHECK(r.cmp["summary"]["tvd_max"].get<double>() == Approx(0.5));
+  const ojson& cl = r.cmp["claims"];
+  CHECK(cl["baseline"] == "clog_exclusive");
+  CHECK(cl["baseline_falls"] == true);
+  CHECK(cl["other_holds"] == true);
+  CHECK(cl["advantage_grows"] == true);
+  CHECK(cl["published_ratio"][1].get<double>() == Approx(1.64));
+  CHECK(r.text.find("falls (as published)") != std::string::npos);
+  CHECK(r.text.find("TVD 0.500") != std::string::npos);
+
+  // A fitted cell (the config's list) is shown but not scored.
+  const json cfg = {{"fitted", json::array({{{"variant", "clog_exclusive"}, {"clients", 128}, {"reason", "tuned here"}}})}};
+  const std::string res2 = d.write("r2.json", result_file(cells, cfg));
+  opts.result_path = res2;
+  const ojson f = wait_event_compare(nlohmann::json::parse(std::ifstream(res2)), load_wait_event_csv(csv), opts);
+  CHECK(f["cells"][2]["fitted"] == "tuned here");
+  CHECK(f["summary"]["cells_fitted"] == 1);
+  CHECK(f["summary"]["cells_compared"] == 3);
+  CHECK(f["summary"]["tvd_max"].get<double>() == Approx(0));
+  CHECK(render_wait_event_compare(f).find("(fitted, not scored: tuned here)") != std::string::npos);
+}
+
 }  // namespace walbench

@@ -93,7 +93,38 @@ T get_or(const json& obj, const char* key, T fallback) {
   }
 }
 
+// Removes what a config path (an override variant's "set" key) determines from a table key
+// made of the cell's blocks: "wal.buffer_init" -> wal.buffer_init; "platform.cores" ->
+// platform.sim.cores; "platform.preset" and "platform.kind" -> the whole machine.
+void erase_set_path(json& key, const std::string& path) {
+  const size_t dot = path.find('.');
+  if (dot == std::string::npos) return;
+  const std::string block = path.substr(0, dot), name = path.substr(dot + 1);
+  if (!key.contains(block) || !key[block].is_object()) return;
+  json& b = key[block];
+  if (block == "platform" && name != "atomics" && name != "spinlocks") {
+    if (name == "kind" || name == "preset") {
+      if (name == "kind") b.erase("kind");
+      for (const char* k : {"preset", "preset_file", "sim"}) b.erase(k);
+    } else if (b.contains("sim") && b["sim"].is_object()) {
+      b["sim"].erase(name);
+    }
+    return;
+  }
+  b.erase(name);
+}
+
 std::vector<CellView> views_of(const json& doc) {
+  // The config paths an override variant of the file sets (the cells' "set"): the labels tell
+  // those rows apart, so the paths leave the table key, as a strategy's parameters do, and the
+  // line under the table names them.
+  std::vector<std::string> set_paths;
+  for (const json& cell : doc["cells"]) {
+    const json& set = member_or_null(cell, "set");
+    if (!set.is_object()) continue;
+    for (const auto& [k, v] : set.items())
+      if (std::find(set_paths.begin(), set_paths.end(), k) == set_paths.end()) set_paths.push_back(k);
+  }
   std::vector<CellView> views;
   for (const json& cell : doc["cells"]) {
     CellView v;
@@ -112,7 +143,10 @@ std::vector<CellView> views_of(const json& doc) {
     v.matrix_rest = json::object();
     if (matrix.is_object()) {
       for (const auto& [k, val] : matrix.items()) {
-        if (k == "clients" || ends_with(k, "record_size") || is_label_value(val, v.label)) continue;
+        // strategy and variants are parts of the label.
+        if (k == "clients" || k == "strategy" || k == "variants" || ends_with(k, "record_size") ||
+            is_label_value(val, v.label))
+          continue;
         v.matrix_rest[k] = val;
       }
     }
@@ -125,8 +159,10 @@ std::vector<CellView> views_of(const json& doc) {
     }
     key["workload"] = w;
     key["matrix"] = v.matrix_rest;
+    for (const std::string& p : set_paths) erase_set_path(key, p);
     v.group_key = key.dump();
     v.footer = setup_line(cell, v.matrix_rest);
+    if (!set_paths.empty()) v.footer += "; variants set " + absl::StrJoin(set_paths, ", ");
     for (const json& rep : member_or_null(cell, "repetitions"))
       if (rep.is_object() && rep.contains("tps") && rep["tps"].is_number())
         v.rep_tps.push_back(rep["tps"].get<double>());
@@ -214,10 +250,20 @@ std::string render_group(const Group& g, const std::vector<CellView>& views, Cel
 }  // namespace
 
 bool is_label_value(const json& v, const std::string& label) {
-  if (v.is_string()) return v.get<std::string>() == label;
-  if (v.is_object() && v.contains("label") && v["label"].is_string())
-    return v["label"].get<std::string>() == label;
-  return false;
+  std::string text;
+  if (v.is_string()) {
+    text = v.get<std::string>();
+  } else if (v.is_object() && v.contains("label") && v["label"].is_string()) {
+    text = v["label"].get<std::string>();
+  } else {
+    return false;
+  }
+  if (text == label) return true;
+  // "<strategy label>+<variant label>": a strategy and an override variant crossed.
+  const size_t plus = label.find('+');
+  return plus != std::string::npos && !text.empty() &&
+         ((text.size() == plus && label.compare(0, plus, text) == 0) ||
+          label.compare(plus + 1, std::string::npos, text) == 0);
 }
 
 std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }

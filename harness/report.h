@@ -3,7 +3,10 @@
 //
 // Tables. Cells are grouped by everything but their variant label, client count and record
 // size: same platform, wal, commit, workload (record size aside) and run blocks, and the same
-// values of any other matrix key. Each group is one table:
+// values of any other matrix key. What an override variant sets (the cells' "set", matrix
+// "variants") belongs to the label: those paths leave the group key, for every cell of the file,
+// so that override variants share one table as strategy variants do, and the line under the
+// table ends in "; variants set PATH, ...". Each group is one table:
 //
 //                                        16      64    256
 //   insert_locks_waitlist_4_clients    3026    2965   2846
@@ -74,8 +77,10 @@ int compare_command(const std::string& base, const std::string& next, std::ostre
 
 // Helpers shared with `walbench compare --reference` (harness/fidelity.cc).
 
-// Whether the matrix value `v` names the variant `label` (config.cc maps the "strategy" matrix
-// key to the label: a string, or an object with "label").
+// Whether the matrix value `v` names the variant `label` or a part of it (config_matrix.cc maps
+// the "strategy" and "variants" matrix keys to labels: a string, or an object with "label"; a
+// cell of a strategy variant crossed with an override variant is labelled "<strategy>+<variant>",
+// and either part names it).
 bool is_label_value(const nlohmann::json& v, const std::string& label);
 
 // A matrix or config value as the tables print it: a string bare, anything else as JSON.

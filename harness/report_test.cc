@@ -661,3 +661,67 @@ TEST_CASE("compare names the machines and builds of two files, and the preset is
 
 }  // namespace
 }  // namespace walbench
+
+namespace walbench {
+namespace {
+
+// A cell of an override variant (matrix "variants") that sets wal.buffer_init.
+nlohmann::json override_cell(const std::string& label, const std::string& buffer_init, int clients,
+                             double tps, nlohmann::json extra_matrix = nlohmann::json::object()) {
+  nlohmann::json c = cell(label, clients, "8192", tps, extra_matrix);
+  c["matrix"].erase("strategy");
+  c["matrix"]["variants"] = label;
+  c["set"] = {{"wal.buffer_init", buffer_init}};
+  c["wal"]["buffer_init"] = buffer_init;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("report: override variants share one table, like strategy variants (golden)",
+          "[report][variants]") {
+  TempDir dir;
+  const nlohmann::json cells = nlohmann::json::array({
+      override_cell("buffer_mapping", "mapping_lock", 4, 1000),
+      override_cell("buffer_mapping", "mapping_lock", 16, 3000),
+      override_cell("buffer_lockfree", "lockfree", 4, 1100),
+      override_cell("buffer_lockfree", "lockfree", 16, 3900),
+      // Another swept key still opens a table of its own.
+      override_cell("buffer_lockfree", "lockfree", 4, 1200, {{"wal.wal_buffers", 64}}),
+  });
+  const std::string path = dir.write("r.json", result_file(cells));
+  std::ostringstream out, err;
+  REQUIRE(report_command(path, out, err) == 0);
+  CHECK(out.str() ==
+        "                            8192\n"
+        "buffer_mapping_4_clients    1000\n"
+        "buffer_mapping_16_clients   3000\n"
+        "buffer_lockfree_4_clients   1100\n"
+        "buffer_lockfree_16_clients  3900\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps; variants set wal.buffer_init\n"
+        "\n"
+        "                           8192\n"
+        "buffer_lockfree_4_clients  1200\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps, wal.wal_buffers=64; variants set wal.buffer_init\n");
+
+  // Crossed with strategy variants: "<strategy>+<variant>", either part names the label.
+  CHECK(is_label_value("pg17", "pg17+native"));
+  CHECK(is_label_value("native", "pg17+native"));
+  CHECK_FALSE(is_label_value("pg1", "pg17+native"));
+  CHECK_FALSE(is_label_value("nativ", "pg17+native"));
+
+  // compare BASE NEW pairs them by label and setup, in one table.
+  nlohmann::json faster = cells;
+  for (auto& c : faster) c["summary"]["tps_median"] = c["summary"]["tps_median"].get<double>() * 1.1;
+  const std::string next = dir.write("n.json", result_file(faster));
+  std::ostringstream cout_, cerr_;
+  REQUIRE(compare_command(path, next, cout_, cerr_) == 0);
+  const std::string text = cout_.str();
+  INFO(text);
+  CHECK(text.find("buffer_lockfree_16_clients  +10.0%") != std::string::npos);
+  CHECK(text.find("unpaired") == std::string::npos);
+}
+
+}  // namespace walbench

@@ -66,6 +66,7 @@ int rerun_command(const RerunOptions& o, std::ostream& out, std::ostream& err) {
     cell.index = idx;
     cell.total = total;
     cell.matrix_values = entry.value("matrix", nlohmann::json::object());
+    cell.variant_set = entry.value("set", nlohmann::json::object());
     cells.push_back(std::move(cell));
     rerun_indices.push_back(idx);
   }

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "harness/config.h"
+#include "harness/fidelity.h"
 #include "harness/report.h"
 #include "harness/runner.h"
 #include "tests/temp_dir.h"
@@ -22,7 +23,7 @@ using testing::TempDir;
 
 // emit_message with synchronous commit on 16 simulated cores: per transaction one message
 // record and one commit record, each inserted under one WALInsert acquisition; one XidGen
-// acquisition; one CLOG status set under XactSLRU.
+// acquisition; one CLOG status set under CLogControlLock.
 nlohmann::ordered_json sim_config() {
   return nlohmann::ordered_json::parse(R"({
     "platform": {"kind": "sim", "preset": "icelake_2s", "cores": 16},
@@ -58,9 +59,9 @@ TEST_CASE("per-transaction lock acquisitions cover exactly the window's transact
     INFO(cell["label"]);
     const auto& rep = cell["repetitions"][0];
     const auto& locks = rep["per_txn"]["locks"];
-    CHECK(locks["LWLock:WALInsert"]["acquisitions"] == 2.0);  // message + commit
-    CHECK(locks["LWLock:XidGen"]["acquisitions"] == 1.0);
-    CHECK(locks["LWLock:XactSLRU"]["acquisitions"] == 1.0);
+    CHECK(locks["LWLock:wal_insert"]["acquisitions"] == 2.0);  // message + commit
+    CHECK(locks["LWLock:XidGenLock"]["acquisitions"] == 1.0);
+    CHECK(locks["LWLock:CLogControlLock"]["acquisitions"] == 1.0);
     CHECK(rep["per_txn"]["records"] == 2.0);
     CHECK(rep["per_txn"]["xids"] == 1.0);
     // The window is the timed window, not the whole run: the clients' transaction-aligned
@@ -69,7 +70,7 @@ TEST_CASE("per-transaction lock acquisitions cover exactly the window's transact
     const int64_t window_txns = rep["window"]["txns"].get<int64_t>();
     const int64_t txns = rep["txns"].get<int64_t>();
     CHECK(std::llabs(window_txns - txns) <= 2 * 8);
-    CHECK(rep["lock_stats"]["LWLock:WALInsert"]["acquisitions"].get<int64_t>() == 2 * window_txns);
+    CHECK(rep["lock_stats"]["LWLock:wal_insert"]["acquisitions"].get<int64_t>() == 2 * window_txns);
     // A 100-byte message makes a 155-byte record (55 + N for N <= 226), 160 MAXALIGNed; the
     // commit record is 34 bytes, 40 aligned.
     CHECK(rep["per_txn"]["wal_bytes"] == 200.0);
@@ -130,4 +131,89 @@ TEST_CASE("rerun refuses a file that does not record a cell's setup", "[runner][
 }
 
 }  // namespace
+}  // namespace walbench
+
+namespace walbench {
+
+// End to end on the simulator: override variants run, report in one table, match a reference
+// CSV by their labels, and rerun from the result file alone into the identical cell.
+TEST_CASE("override variants: run, report, compare --reference by label, rerun", "[runner][rerun][variants]") {
+  TempDir dir;
+  const auto config = nlohmann::ordered_json::parse(R"({
+    "platform": {"kind": "sim", "preset": "icelake_2s", "cores": 16},
+    "workload": {"name": "emit_message", "record_size": 100, "transactional": true},
+    "run": {"duration_s": 0.005, "warmup_s": 0.001, "progress_interval_s": 0, "watchdog_s": 5},
+    "strategy": {"name": "insert_locks", "label": "pg17"},
+    "matrix": {
+      "variants": [{"label": "buffer_mapping", "set": {"wal.buffer_init": "mapping_lock"}},
+                   {"label": "buffer_lockfree", "set": {"wal.buffer_init": "lockfree",
+                                                        "platform.cross_socket_transfer_ns": 300}}],
+      "clients": [2, 8],
+      "platform.cores": [4, 16]
+    }
+  })");
+  const std::string path = dir.file("v.json");
+  RunOptions opts;
+  opts.output_path = path;
+  opts.config = nlohmann::json(config);
+  std::ostringstream out, err;
+  REQUIRE(run_matrix(expand_matrix(config, "v.json"), opts, out, err) == 0);
+  const nlohmann::json doc = read_json(path);
+  REQUIRE(doc["cells"].size() == 8);
+  // Cells: variants, then clients, then platform.cores; each records its resolved setup.
+  const nlohmann::json& lf = doc["cells"][7];
+  CHECK(lf["label"] == "buffer_lockfree");
+  CHECK(lf["set"] == nlohmann::json{{"wal.buffer_init", "lockfree"}, {"platform.cross_socket_transfer_ns", 300}});
+  CHECK(lf["wal"]["buffer_init"] == "lockfree");
+  CHECK(lf["platform"]["sim"]["cross_socket_transfer_ns"] == 300);
+  CHECK(lf["platform"]["sim"]["cores"] == 16);
+  CHECK(doc["cells"][6]["platform"]["sim"]["cores"] == 4);
+  CHECK(doc["cells"][0]["platform"]["sim"]["cross_socket_transfer_ns"] == 108);
+  // The simulator parameter made different cells: 8 clients on 4 cores against 16 cores.
+  CHECK(doc["cells"][6]["summary"]["tps_median"] != lf["summary"]["tps_median"]);
+
+  // report: one table per platform.cores value, the variants as rows.
+  std::ostringstream rep, rep_err;
+  REQUIRE(report_command(path, rep, rep_err) == 0);
+  const std::string text = rep.str();
+  INFO(text);
+  CHECK(text.find("buffer_mapping_2_clients") != std::string::npos);
+  CHECK(text.find("buffer_lockfree_8_clients") != std::string::npos);
+  size_t tables = 0;
+  for (size_t at = text.find("median tps"); at != std::string::npos; at = text.find("median tps", at + 1)) ++tables;
+  CHECK(tables == 2);
+  CHECK(text.find("platform.cores=4; variants set wal.buffer_init, platform.cross_socket_transfer_ns") !=
+        std::string::npos);
+
+  // compare --reference: the CSV's variant names are the labels, unchanged.
+  const std::string csv = dir.write("ref.csv",
+                                    "variant,clients,tps\n"
+                                    "buffer_mapping,2,1000\nbuffer_lockfree,2,1100\n"
+                                    "buffer_mapping,8,3000\nbuffer_lockfree,8,3600\n");
+  FidelityOptions fo;
+  fo.result_path = path;
+  fo.reference_path = csv;
+  fo.fixes = {"cores=16"};
+  const nlohmann::ordered_json cmp = fidelity_compare(doc, load_reference_csv(csv), fo);
+  CHECK(cmp["variants"] == nlohmann::ordered_json::array({"buffer_mapping", "buffer_lockfree"}));
+  CHECK(cmp["baseline"] == "buffer_mapping");
+  REQUIRE(cmp["series"].size() == 1);
+  REQUIRE(cmp["series"][0]["curves"].size() == 2);
+  CHECK(cmp["series"][0]["curves"][1]["result_label"] == "buffer_lockfree");
+
+  // rerun of an override-variant cell: the identical cell, "set" included.
+  RerunOptions ro;
+  ro.result_path = path;
+  ro.cells = {7};
+  ro.output_path = dir.file("again.json");
+  ro.quiet = true;
+  std::ostringstream rout, rerr;
+  REQUIRE(rerun_command(ro, rout, rerr) == 0);
+  const nlohmann::json again = read_json(ro.output_path);
+  REQUIRE(again["cells"].size() == 1);
+  const nlohmann::json diff = nlohmann::json::diff(lf, again["cells"][0]);
+  INFO(diff.dump());
+  CHECK(diff.empty());
+}
+
 }  // namespace walbench

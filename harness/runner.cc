@@ -49,7 +49,8 @@ std::string describe_cell(const CellSpec& cell) {
                                   cell.workload.record_size.label());
   if (cell.matrix_values.is_object()) {
     for (const auto& [key, value] : cell.matrix_values.items()) {
-      if (key == "clients" || ends_with(key, "record_size") || names_variant(value, cell.label))
+      if (key == "clients" || key == "strategy" || key == "variants" ||  // parts of the label
+          ends_with(key, "record_size") || names_variant(value, cell.label))
         continue;
       const auto dot = key.rfind('.');
       const std::string shown_key = dot == std::string::npos ? key : key.substr(dot + 1);

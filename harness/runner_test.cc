@@ -36,7 +36,7 @@ using ojson = nlohmann::ordered_json;
 //   "throw_factory" the factory throws
 //   "throw_client"  client 0 throws after a few transactions
 //   "stall"         after 5 transactions each client waits (polling stop): even clients on
-//                   LWLock:WALInsert, odd ones on CPU; they return when stop is set
+//                   LWLock:wal_insert, odd ones on CPU; they return when stop is set
 //   "stuck"         like stall, but the clients never return (forked test only)
 //   "check_file"    the factory checks that strategy_params.check_file holds
 //                   strategy_params.expect_cells finished cells (the per-cell rewrite)
@@ -287,7 +287,7 @@ TEST_CASE("run_matrix writes a result file with context first and one entry per 
     CHECK(lat["p50"].get<double>() <= lat["p90"].get<double>());
     CHECK(lat["p90"].get<double>() <= lat["p99"].get<double>());
     CHECK(lat["p99"].get<double>() <= lat["p999"].get<double>());
-    CHECK(rep["wait_events"]["LWLock:WALInsert"].get<uint64_t>() > 0);
+    CHECK(rep["wait_events"]["LWLock:wal_insert"].get<uint64_t>() > 0);
     // Window counters and the per-transaction figures derived from them.
     const uint64_t wtx = rep["window"]["txns"].get<uint64_t>();
     CHECK(wtx > 0);
@@ -462,7 +462,7 @@ TEST_CASE("the watchdog fails a stalled cell and the sweep goes on when clients 
   const ojson doc = read_ordered(opts.output_path);
   CHECK(doc["cells"][0]["ok"] == false);
   CHECK(doc["cells"][0]["error"] ==
-        "watchdog: no progress for 0.2 s; clients waiting: 2 x LWLock:WALInsert [0,2], 1 x CPU [1]");
+        "watchdog: no progress for 0.2 s; clients waiting: 2 x LWLock:wal_insert [0,2], 1 x CPU [1]");
   CHECK(doc["cells"][1]["ok"] == true);
 }
 
@@ -496,7 +496,7 @@ TEST_CASE("the watchdog saves the result and exits 1 when clients are stuck for 
   CHECK(doc["cells"][0]["ok"] == true);
   CHECK(doc["cells"][1]["ok"] == false);
   CHECK(doc["cells"][1]["error"] ==
-        "watchdog: no progress for 0.2 s; clients waiting: 1 x CPU [1], 1 x LWLock:WALInsert [0] "
+        "watchdog: no progress for 0.2 s; clients waiting: 1 x CPU [1], 1 x LWLock:wal_insert [0] "
         "(the client threads did not stop; walbench exits)");
 }
 

@@ -57,6 +57,12 @@ struct ClogSpec {
   nlohmann::json params = nlohmann::json::object();  // the strategy's parameters, defaults filled in
   uint32_t clog_buffers = 128;          // SLRU buffers: Min(128, Max(4, NBuffers/512)) in PG 9.6-16
   uint32_t page_size = 8192;            // BLCKSZ: 4 xids per byte, 32768 per page
+  // pgbench workloads: probability that a tuple a statement checks has no hint bit set, so
+  // that its visibility check calls TransactionIdGetStatus (core/clog/clog.h, README "CLOG").
+  double hint_bit_miss = 0.5;
+  // How committers clear their xid from the ProcArray and whether statements take snapshots:
+  // "off" | "exclusive" (PG <= 9.5) | "group_clear" (PG 9.6+, 0e141c0fbb); core/clog/proc_array.h.
+  std::string procarray = "off";
 };
 
 struct WorkloadSpec {
@@ -94,7 +100,10 @@ struct CellSpec {
   // Position in the matrix.
   size_t index = 0;
   size_t total = 1;
-  std::string label;                    // variant label (row prefix in reports)
+  // Row prefix in reports: the strategy variant's label; with matrix "variants" (override
+  // variants, harness/config.h), the override variant's label, or "<strategy label>+<variant
+  // label>" when the config has several strategy variants.
+  std::string label;
   std::string strategy;                 // registry name
   nlohmann::json strategy_params = nlohmann::json::object();  // validated, defaults filled in
   uint32_t clients = 1;
@@ -106,6 +115,10 @@ struct CellSpec {
   RunSpec run;
   // The matrix values that vary for this cell ({"clients": 8, "workload.record_size": 16, ...}).
   nlohmann::json matrix_values = nlohmann::json::object();
+  // The override variant's "set" (dotted config path -> value as given in the config), {} when
+  // the config has no matrix "variants". Its values are already applied to the blocks above;
+  // this records which paths the label stands for (reports leave them out of a table's key).
+  nlohmann::json variant_set = nlohmann::json::object();
 };
 
 }  // namespace walbench

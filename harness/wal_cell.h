@@ -38,6 +38,14 @@
 //   TransactionIdCommitTree / TransactionIdAsyncCommitTree (with the commit's end LSN as the
 //   group LSN), then the Proc's xids are cleared (ProcArrayEndTransaction's part we model).
 //   Non-transactional emit_message touches neither XidGen nor the CLOG (none is built).
+//   Visibility and snapshots (README "CLOG as the experiment saw it"): every pgbench statement
+//   that finds a row by key (accounts update; tellers and branches updates; each SELECT ... FOR
+//   UPDATE) checks it: with probability clog.hint_bit_miss its hint bit is unset and the check
+//   calls TransactionIdGetStatus (CLOG control lock shared) for an xid drawn uniformly from
+//   those handed out. With clog.procarray on, every statement that reads or writes a table takes
+//   a snapshot (GetSnapshotData, ProcArrayLock shared), and the commit ends with
+//   ProcArrayEndTransaction (core/clog/proc_array.h) instead of the owner clearing its xid.
+//   Each statement's client overhead is reported to the sampler as Client:ClientRead.
 #pragma once
 
 #include <atomic>
@@ -53,6 +61,7 @@
 #include <vector>
 
 #include "core/clog/clog.h"
+#include "core/clog/proc_array.h"
 #include "core/platform/platform.h"
 #include "core/platform/sim.h"
 #include "core/locks/lwlock.h"
@@ -184,11 +193,15 @@ class WalCell final : public CellRun {
         workload_(parse_workload(spec.workload.name)),
         xid_gen_(procs_),
         per_client_(spec.clients) {
+    const ProcArrayMode pa_mode = parse_procarray_mode(spec.clog.procarray);
     seed_ = seed;
     if (workload_ != WorkloadKind::kEmitMessage && !spec.workload.transactional)
       throw std::invalid_argument("workload " + spec.workload.name + " is always transactional");
-    if (spec.workload.transactional && !private_)
+    if (spec.workload.transactional && !private_) {
       clog_ = std::make_unique<ClogChoice<P>>(spec.clog, procs_);
+      if (pa_mode != ProcArrayMode::kOff)
+        proc_array_ = std::make_unique<ProcArray<P>>(procs_, clients_, pa_mode);
+    }
     if (spec.workload.transactional && private_) {
       // ideal: each client assigns xids from its own counter into its own CLOG (the same work,
       // no lock contended), with its share of clog_buffers (at least 4).
@@ -396,7 +409,20 @@ class WalCell final : public CellRun {
         ex.assigned += c.xids;
         ex.top_level += c.top_level;
       }
-      const VerifyResult r = verify_clog(clog_->clog().image(), ex);
+      VerifyResult r = verify_clog(clog_->clog().image(), ex);
+      if (r.ok && proc_array_) {  // A1: every top-level xid cleared once, none left running
+        const uint64_t cleared = proc_array_->totals().cleared;
+        if (cleared != ex.top_level) {
+          r.ok = false;
+          r.error = "procarray: " + std::to_string(cleared) + " xids cleared; " +
+                    std::to_string(ex.top_level) + " transactions committed";
+        }
+        for (uint32_t c = 0; r.ok && c < clients_; ++c)
+          if (proc_array_->advertised_xid(c) != 0) {
+            r.ok = false;
+            r.error = "procarray: client " + std::to_string(c) + " still has an xid after the run";
+          }
+      }
       total.clog_checked = true;
       total.clog_xids = r.clog_xids;
       total.clog_committed = r.clog_committed;
@@ -476,6 +502,7 @@ class WalCell final : public CellRun {
             {"ring_pages", streams_.front().wal->num_buffers()}};
     // Transaction ids are counted by the clients over the window (window_totals()).
     if (clog_) j["clog"] = clog_->stats();
+    if (proc_array_) j["procarray"] = proc_array_->stats();
     if (!private_xacts_.empty()) {  // ideal: the per-client CLOGs' counters summed
       nlohmann::json clog = nlohmann::json::object();
       for (const PrivateXact& x : private_xacts_) {
@@ -570,36 +597,40 @@ class WalCell final : public CellRun {
         emit_message_txn(t);
       } else if constexpr (W == WorkloadKind::kSimpleUpdate) {
         statement(t);  // BEGIN
-        statement(t);  // UPDATE pgbench_accounts
+        statement(t, true);  // UPDATE pgbench_accounts
         accounts_update(t);
-        statement(t);  // SELECT abalance
-        statement(t);  // INSERT INTO pgbench_history
+        statement(t, true);  // SELECT abalance
+        statement(t, true);  // INSERT INTO pgbench_history
         insert_record(t, kRmHeap, kInfoHeapInsert, kHeapInsertSize, t.xid);
         statement(t);  // END
         commit(t);
       } else if constexpr (W == WorkloadKind::kTpcbLike) {
         statement(t);  // BEGIN
-        statement(t);  // UPDATE pgbench_accounts
+        statement(t, true);  // UPDATE pgbench_accounts
         accounts_update(t);
-        statement(t);  // SELECT abalance
-        statement(t);  // UPDATE pgbench_tellers
+        statement(t, true);  // SELECT abalance
+        statement(t, true);  // UPDATE pgbench_tellers
+        tuple_check(t);
         insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid);
-        statement(t);  // UPDATE pgbench_branches
+        statement(t, true);  // UPDATE pgbench_branches
+        tuple_check(t);
         if (chance(t, kBranchLockPermille)) insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid);
         insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid);
-        statement(t);  // INSERT INTO pgbench_history
+        statement(t, true);  // INSERT INTO pgbench_history
         insert_record(t, kRmHeap, kInfoHeapInsert, kHeapInsertSize, t.xid);
         statement(t);  // END
         commit(t);
       } else {
         static_assert(W == WorkloadKind::kSavepoints);
         statement(t);  // BEGIN
-        statement(t);  // SELECT ... FROM pgbench_accounts FOR UPDATE
+        statement(t, true);  // SELECT ... FROM pgbench_accounts FOR UPDATE
+        tuple_check(t);
         assign_top(t);
         insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid);
         for (uint32_t i = 0; i < kSavepoints; ++i) {
           statement(t);  // SAVEPOINT s<i+1>
-          statement(t);  // SELECT ... FOR UPDATE, inside the subtransaction
+          statement(t, true);  // SELECT ... FOR UPDATE, inside the subtransaction
+          tuple_check(t);
           insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, assign_sub(t));
         }
         statement(t);  // END
@@ -617,7 +648,7 @@ class WalCell final : public CellRun {
 
   void emit_message_txn(Txn& t) {
     const WorkloadSpec& w = spec_.workload;
-    statement(t);
+    statement(t, true);
     if (w.transactional) assign_top(t);
     const uint32_t n = draw_size(w.record_size, t.me);
     if (w.payload_ns_per_byte > 0) P::work(static_cast<uint64_t>(w.payload_ns_per_byte * n));
@@ -627,6 +658,7 @@ class WalCell final : public CellRun {
 
   // UPDATE pgbench_accounts: maybe a PRUNE of the page first, then a HOT or a non-HOT update.
   void accounts_update(Txn& t) {
+    tuple_check(t);  // the row found by the index scan
     if (chance(t, kPrunePermille)) insert_record(t, kRmHeap, kInfoHeap2Prune, kHeap2PruneSize, t.xid);
     if (t.xid == kInvalidXid) assign_top(t);
     if (chance(t, kNonHotPermille)) {
@@ -639,17 +671,43 @@ class WalCell final : public CellRun {
 
   // ---- Transaction steps shared by the workloads. ----
 
-  void statement(Txn& t) {
-    if (t.jitter_span_ns)
-      P::work(t.overhead_ns - t.jitter_span_ns / 2 + t.me.next_random() % (t.jitter_span_ns + 1));
-    else if (t.overhead_ns)
-      P::work(t.overhead_ns);
+  // One statement's client overhead, reported as Client:ClientRead (the backend between two
+  // statements waits for the client's next command; the parse/plan/execute CPU time in the
+  // overhead is lumped in, see the header), then, for a statement that reads or writes a table
+  // (takes_snapshot), GetSnapshotData when a ProcArray is modelled.
+  void statement(Txn& t, bool takes_snapshot = false) {
+    if (t.overhead_ns) {
+      t.me.set_wait(WaitEvent::kClientRead);
+      if (t.jitter_span_ns)
+        P::work(t.overhead_ns - t.jitter_span_ns / 2 + t.me.next_random() % (t.jitter_span_ns + 1));
+      else
+        P::work(t.overhead_ns);
+      t.me.clear_wait();
+    }
+    if (takes_snapshot && proc_array_) proc_array_->get_snapshot(t.me);
+  }
+
+  // A visibility check of a row the statement found (HeapTupleSatisfiesMVCC / ...Update on a
+  // tuple whose xmin another transaction stamped): with probability clog.hint_bit_miss its
+  // hint bit is not set and TransactionIdDidCommit asks the CLOG (TransactionIdGetStatus,
+  // control lock shared). The row's xmin is an xid drawn uniformly from those handed out so
+  // far (pgbench picks rows uniformly; the last update of a row is uniformly spread over the
+  // past). Shared WAL only (ideal's private CLOGs see no lookups: nobody else's rows).
+  void tuple_check(Txn& t) {
+    if (!clog_ || hint_miss_permille_ == 0) return;
+    if (!chance(t, hint_miss_permille_)) return;
+    const uint32_t first = kFirstNormalXid.value;
+    const uint32_t next = xid_gen_.recent_next().value;
+    if (next <= first) return;
+    const Xid x{first + static_cast<uint32_t>(t.me.next_random() % (next - first))};
+    clog_->clog().get_status(t.me, x);
   }
 
   bool chance(Txn& t, uint32_t permille) { return t.me.next_random() % 1000 < permille; }
 
   void assign_top(Txn& t) {
-    t.xid = xid_gen_of(t.me).assign(t.me, &clog_of(t.me).clog(), /*subtransaction=*/false);
+    t.xid = xid_gen_of(t.me).assign(t.me, &clog_of(t.me).clog(), /*subtransaction=*/false,
+                                    proc_array_ ? &proc_array_->xid_slot(t.me) : nullptr);
     ++t.pc.xids;
     ++t.pc.top_level;
   }
@@ -683,7 +741,10 @@ class WalCell final : public CellRun {
       if (!private_) clog_lsn = rec.end;
     }
     clog_of(t.me).commit_tree(t.me, t.xid, std::span<const Xid>(t.subxids, t.nsub), clog_lsn);
-    XidGen<P>::end_transaction(t.me);
+    if (proc_array_)  // ProcArrayEndTransaction: latestXid is the tree's largest xid
+      proc_array_->end_transaction(t.me, t.nsub ? t.subxids[t.nsub - 1] : t.xid);
+    else
+      XidGen<P>::end_transaction(t.me);
     t.xid = kInvalidXid;
     t.nsub = 0;
   }
@@ -788,6 +849,9 @@ class WalCell final : public CellRun {
   const WorkloadKind workload_;
   alignas(128) XidGen<P> xid_gen_;
   std::unique_ptr<ClogChoice<P>> clog_;  // transactional workloads only, shared WAL
+  std::unique_ptr<ProcArray<P>> proc_array_;  // with clog_, unless clog.procarray is "off"
+  const uint32_t hint_miss_permille_ =
+      static_cast<uint32_t>(std::lround(spec_.clog.hint_bit_miss * 1000.0));
   // Private streams (ideal), transactional workloads: each client's own XID counter and CLOG.
   struct PrivateXact {
     std::unique_ptr<XidGen<P>> xids;

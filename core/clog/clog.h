@@ -476,15 +476,20 @@ class XidGen {
  public:
   explicit XidGen(ProcTable<P>& procs) : lock_(&procs, WaitEvent::kXidGen) {}
 
-  // clog may be nullptr (no CLOG modelled: nothing to extend).
-  Xid assign(Proc<P>& me, Clog<P>* clog, bool subtransaction) {
+  // clog may be nullptr (no CLOG modelled: nothing to extend). pgxact_xid: where a ProcArray
+  // (core/clog/proc_array.h) advertises a top-level xid to snapshots (MyPgXact->xid), or
+  // nullptr; stored under XidGenLock as GetNewTransactionId does.
+  Xid assign(Proc<P>& me, Clog<P>* clog, bool subtransaction,
+             typename P::template Atomic<uint32_t>* pgxact_xid = nullptr) {
     lock_.acquire(me, kLwExclusive);
     const Xid xid{next_xid_.get()};
     WALBENCH_CLOG_CHECK(xid.value >= kFirstNormalXid.value, "C6", "the xid counter wrapped");
     if (clog != nullptr) clog->extend(me, xid);  // ExtendCLOG before advancing nextXid
     next_xid_.set(xid.value + 1);
+    next_mirror_ = xid.value + 1;
     if (!subtransaction) {
-      me.xid.set(xid.value);
+      me.xid.store(xid.value);
+      if (pgxact_xid != nullptr) pgxact_xid->store(xid.value);
     } else {
       const uint32_t n = me.nsubxids.get();
       if (n < kMaxCachedSubxids) {
@@ -500,7 +505,7 @@ class XidGen {
 
   // ProcArrayEndTransaction's part that concerns the Proc's xids (owner only).
   static void end_transaction(Proc<P>& me) {
-    me.xid.set(0);
+    me.xid.store(0);
     me.nsubxids.set(0);
     me.subxids_overflowed.set(0);
   }
@@ -508,8 +513,15 @@ class XidGen {
   // After the run.
   Xid next() const { return Xid{next_xid_.get()}; }
 
+  // nextXid as last published, readable without the lock at no modelled cost: what a workload
+  // uses to pick the xid a tuple it visits was stamped with (the xmin of a row updated earlier,
+  // whose value the real system reads from the heap page, not from here). Every xid below it
+  // has its CLOG page zeroed (C5).
+  Xid recent_next() const { return Xid{static_cast<uint32_t>(next_mirror_.get())}; }
+
  private:
   alignas(64) LWLock<P> lock_;  // XidGenLock
+  Counter next_mirror_{kFirstNormalXid.value};  // written under XidGenLock (instrumentation-like)
   typename P::template Shared<uint32_t> next_xid_{kFirstNormalXid.value};
 };
 

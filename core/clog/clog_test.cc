@@ -229,7 +229,7 @@ TEST_CASE("XidGen hands out xids in order, extends the CLOG and fills the Proc",
   Proc<P>& a = procs[0];
   const Xid top = gen.assign(a, &clog, false);
   CHECK(top == kFirstNormalXid);
-  CHECK(a.xid.get() == top.value);
+  CHECK(a.xid.load() == top.value);
   const Xid s1 = gen.assign(a, &clog, true);
   const Xid s2 = gen.assign(a, &clog, true);
   CHECK(s1.value == top.value + 1);
@@ -241,7 +241,7 @@ TEST_CASE("XidGen hands out xids in order, extends the CLOG and fills the Proc",
   CHECK(clog.latest_page() == 1);
   CHECK(gen.next().value == kFirstNormalXid.value + 73);
   XidGen<P>::end_transaction(a);
-  CHECK(a.xid.get() == 0);
+  CHECK(a.xid.load() == 0);
   CHECK(a.nsubxids.get() == 0);
   // The subxid cache overflows past 64.
   gen.assign(a, &clog, false);

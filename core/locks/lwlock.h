@@ -16,6 +16,11 @@
 //     wait-list lock when LW_FLAG_HAS_WAITERS is clear.
 //   9b38d46d9f (9.2) introduced LWLockAcquireOrWait for group commit on WALWriteLock.
 //   Facts: PROTOCOLS.md sections 2 and 3. Our code, not theirs.
+//   Store order (core/platform/platform.h STORE ORDER): the state word, the atomic variable
+//   and the wait-list lock move only by RMWs (full barriers, as pg_atomic_fetch_* and
+//   pg_atomic_exchange_u64 are); lwWaiting is a plain field in PGPROC, so its stores are plain:
+//   relaxed under the wait-list lock or by its owner, release in the wake path (where
+//   PostgreSQL has pg_write_barrier() before it); the queue links (P::Shared) are plain stores.
 //
 // DESIGN SUMMARY
 //   One P::Atomic<uint32_t> state word holds the holders (shared count in bits 0-23, EXCLUSIVE
@@ -375,7 +380,7 @@ class LWLock {
       queue_remove(cur);
       private_push_tail(wake_head, wake_tail, cur);
       WALBENCH_LOCK_DCHECK(w.lw_waiting.load() == kWaiting, "I4", "queued client not WAITING");
-      w.lw_waiting.store(kPendingWakeup);
+      w.lw_waiting.store(kPendingWakeup, std::memory_order_relaxed);  // plain, under LOCKED
       cur = next;
     }
     wait_list_unlock();  // I5: HAS_WAITERS deliberately left as is
@@ -518,7 +523,7 @@ class LWLock {
                         "I3", "queueing a client that is not in this lock's ProcTable");
     wait_list_lock(me, st);
     state_.fetch_or(kFlagHasWaiters);  // I5, I6
-    me.lw_waiting.store(kWaiting);     // I4
+    me.lw_waiting.store(kWaiting, std::memory_order_relaxed);  // I4 (plain, under LOCKED)
     me.lw_wait_mode.set(mode);
     if (mode == kLwWaitUntilFree) queue_push_head(procno_of(me));
     else queue_push_tail(procno_of(me));
@@ -534,7 +539,7 @@ class LWLock {
       state_.fetch_and(~kFlagHasWaiters);  // I5
     wait_list_unlock();
     if (on_list) {
-      me.lw_waiting.store(kNotWaiting);  // I4
+      me.lw_waiting.store(kNotWaiting, std::memory_order_relaxed);  // I4 (plain, own field)
     } else {
       // Somebody removed us and has posted or will post our semaphore. It also cleared
       // RELEASE_OK if it woke us as a lock taker: set it again (I7), then absorb that post (I9).
@@ -583,7 +588,7 @@ class LWLock {
         woke_lock_taker = true;
       }
       WALBENCH_LOCK_DCHECK(w.lw_waiting.load() == kWaiting, "I4", "queued client not WAITING");
-      w.lw_waiting.store(kPendingWakeup);
+      w.lw_waiting.store(kPendingWakeup, std::memory_order_relaxed);  // plain, under LOCKED
       if (mode == kLwExclusive) break;  // I8
       cur = next;
     }
@@ -602,15 +607,15 @@ class LWLock {
 
   // Wake a private list (LOCKED already dropped): unlink, barrier, NOT_WAITING, post (I4).
   // PostgreSQL puts pg_write_barrier() between the unlink and the plain lwWaiting store. Here
-  // the store is a P atomic, sequentially consistent, so it is itself that barrier (release and
-  // more): no separate P::memory_barrier(), which would cost a full fence that PostgreSQL does
-  // not pay on x86 (pg_write_barrier is a compiler barrier there) and which TSan cannot model.
+  // the store is a release store (platform.h STORE ORDER), which is that barrier plus the plain
+  // store: on x86 pg_write_barrier is a compiler barrier and the store a mov; no full fence,
+  // which PostgreSQL does not pay and which TSan could not model.
   void wake_list(int32_t head) {
     while (head != kNoProc) {
       Proc<P>& w = proc(head);
       head = w.lw_next.get();  // read before NOT_WAITING: the client may re-queue right after
       w.lw_next.set(kNoProc);
-      w.lw_waiting.store(kNotWaiting);  // I4: seq_cst store = the write barrier + the flag
+      w.lw_waiting.store(kNotWaiting, std::memory_order_release);  // I4: write barrier + flag
       w.sem.post();
     }
   }

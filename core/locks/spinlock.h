@@ -17,7 +17,7 @@
 //   event only while asleep. After more than NUM_DELAYS sleeps the spinlock is declared stuck and
 //   the process aborts ("stuck spinlock detected at FILE:LINE", PostgreSQL's PANIC). On success
 //   finish_spin_delay adapts the client's spins_per_delay: +100 (cap 1000) if it never slept,
-//   -1 (floor 10) if it did. release = S_UNLOCK, a store of 0.
+//   -1 (floor 10) if it did. release = S_UNLOCK, a plain (release) store of 0.
 //   The same SpinDelay machinery backs LWLock's wait-list lock (lwlock.h), as in PostgreSQL.
 //
 // SHARED STATE (everything else here is owner-only)
@@ -140,13 +140,16 @@ void reset_lock_local(Proc<P>& me) {
 // slock_t on the platform (the hook described at the top).
 
 // x86-64's slock_t: TAS = lock xchg (exchange 1), TAS_SPIN reads first, S_UNLOCK stores 0,
-// SPIN_DELAY = PAUSE (P::spin_delay()).
+// SPIN_DELAY = PAUSE (P::spin_delay()). S_UNLOCK is s_lock.h's default for gcc on x86-64:
+// `__asm__ __volatile__("" : : : "memory"); *(lock) = 0;`, a compiler barrier and a plain
+// store (no fence, no locked instruction): a release store here (platform.h STORE ORDER; on the
+// sim the releaser does not wait for the line, sim.h "Store buffer").
 template <class P>
 class TasSpinLockWord {
  public:
   uint32_t tas() { return lock_.exchange(1); }
   uint32_t tas_spin() { return lock_.load() != 0 ? 1 : tas(); }
-  void unlock() { lock_.store(0); }
+  void unlock() { lock_.store(0, std::memory_order_release); }
   bool is_locked() const { return lock_.load() != 0; }
   static void delay() { P::spin_delay(); }
 

@@ -431,9 +431,10 @@ class EmulatedAtomic {
   EmulatedAtomic& operator=(const EmulatedAtomic&) = delete;
 
   T load() const { return v_.load(); }  // pg_atomic_read_*: no lock
-  void store(T v) {
+  // pg_atomic_write_* takes the lock too; the order is forwarded to the base store.
+  void store(T v, std::memory_order order = std::memory_order_seq_cst) {
     Guard g(this);
-    v_.store(v);
+    v_.store(v, order);
   }
   T exchange(T v) { return rmw([v](T) { return v; }); }
   T fetch_add(T d) { return rmw([d](T o) { return static_cast<T>(o + d); }); }

@@ -9,12 +9,19 @@
 // |--------------------------------|--------------------------------------------------------------|
 // | P::Atomic<T>                   | load, store, fetch_add, fetch_sub, fetch_or, fetch_and,       |
 // |                                | exchange, compare_exchange (strong), wait_while_eq            |
-// |                                | (spin with P::spin_delay until the value differs). All        |
-// |                                | sequentially consistent: PostgreSQL's pg_atomic_* RMW ops are |
-// |                                | full barriers, and its plain reads are only used where a      |
-// |                                | barrier follows.                                              |
+// |                                | (spin with P::spin_delay until the value differs). RMWs and   |
+// |                                | loads are sequentially consistent: PostgreSQL's pg_atomic_*   |
+// |                                | RMW ops are full barriers, and its plain reads are only used  |
+// |                                | where a barrier follows.                                      |
+// |                                | store(v) is seq_cst (x86: xchg, a full barrier: what          |
+// |                                | pg_atomic_write_membarrier_u64 and pg_atomic_exchange are);   |
+// |                                | store(v, std::memory_order_release) / _relaxed is a plain     |
+// |                                | store (x86: mov): what S_UNLOCK, pg_atomic_write_u32/u64 and  |
+// |                                | a plain `x = v` after pg_write_barrier() compile to. Callers  |
+// |                                | say which one PostgreSQL has (STORE ORDER below).             |
 // | P::Shared<T>                   | plain shared data (wait-queue links, counters protected by a  |
 // |                                | lock): get(), set(v). Callers hold whatever protects it.      |
+// |                                | set(v) is a plain store (like store(v, release) above).       |
 // | P::Semaphore                   | wait(), post(): one per client, like PGPROC's semaphore.      |
 // | P::work(ns)                    | burn CPU for ns nanoseconds (work outside or inside locks).   |
 // | P::copy(dst, src, n)           | memcpy of n bytes into shared buffers.                        |
@@ -23,8 +30,20 @@
 // | P::spin_delay()                | one spin iteration's delay (x86 PAUSE, SPIN_DELAY()).         |
 // | P::memory_barrier()            | full fence (pg_memory_barrier).                               |
 // | P::name                        | "threads", "sim", ...                                         |
+//
+// STORE ORDER (issue 10 item 1c). PostgreSQL on x86-64 has three kinds of store: the plain store
+// (S_UNLOCK = compiler barrier + `*lock = 0`, s_lock.h; pg_atomic_write_u32/u64 = "No barrier
+// semantics", atomics.h; a field written after pg_write_barrier(), a compiler barrier on x86),
+// the full-barrier store (pg_atomic_write_membarrier_u64, PG 17, = pg_atomic_exchange_u64), and
+// the RMWs (lock-prefixed, full barriers). A P::Atomic store with std::memory_order_release or
+// _relaxed stands for the first (threads: a release/relaxed std::atomic store, a mov on x86; sim:
+// a buffered store, sim.h COST MODEL), the default seq_cst store for the second (threads: xchg;
+// sim: pays the line transfer on the spot). EmulatedPlatform forwards the order to its base.
+// TSO makes every x86 plain store a release store, so release is the order to use where a
+// later reader relies on what was written before; relaxed where a lock orders everything.
 #pragma once
 
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +59,8 @@ concept Platform = requires(typename P::template Atomic<uint64_t>& a,
                             void* dst, const void* src, size_t n) {
   { a.load() } -> std::same_as<uint64_t>;
   a.store(v);
+  a.store(v, std::memory_order_release);
+  a.store(v, std::memory_order_relaxed);
   { a.fetch_add(v) } -> std::same_as<uint64_t>;
   { a.fetch_sub(v) } -> std::same_as<uint64_t>;
   { a.fetch_or(v) } -> std::same_as<uint64_t>;

@@ -33,8 +33,24 @@
 //   or from memory. A write or read-modify-write invalidates every other copy (paying the
 //   latency to the farthest holder), takes ownership and keeps the line busy until it finished:
 //   RMWs (and stores) on one line therefore serialize; a reader that arrives while the line is
-//   busy waits for it too. RMWs pay rmw_extra_ns on top (a locked instruction). Stores are
-//   sequentially consistent (x86 xchg), so they cost like an RMW without the extra.
+//   busy waits for it too. RMWs pay rmw_extra_ns on top (a locked instruction). A seq_cst store
+//   (P::Atomic store(v), x86 xchg) costs like an RMW without the extra.
+//   Store buffer (platform.h STORE ORDER): a plain store (P::Atomic store(v, release/relaxed),
+//   P::Shared set) goes through the storing core's store buffer, as every x86 mov does. It takes
+//   effect at once (the value is visible, the line is owned by the storer and busy for everyone
+//   else exactly as after a seq_cst store: invalidation, ownership, busy_until = completion),
+//   but the storer does not wait for it: its clock advances by line_hit_ns only. The store
+//   completes at max(line free + the transfer latency, the fiber's previous buffered store's
+//   completion) (stores drain in program order; each one's RFO starts when its line is free);
+//   the fiber remembers the latest completion (Fiber::sb_until). A fence drains it: an RMW, a
+//   seq_cst store and P::memory_barrier first advance the clock to sb_until, then pay their own
+//   cost (memory_barrier's fence_ns is MFENCE with an empty buffer); so do the system calls
+//   sleep_ns, storage_write and storage_sync (semaphore operations are RMWs already).
+//   Loads pass buffered stores (TSO): the storer's load of a line it stored to is a hit (store
+//   forwarding); its other loads proceed as usual. Not modelled: the buffer's capacity (x86:
+//   ~56 entries; the lock and WAL paths issue a handful of stores between fences), stores
+//   becoming visible late (memory stays sequentially consistent: only the cost is the store
+//   buffer's), and a drain when a fiber leaves its CPU without an RMW or a system call.
 //   OS: `cores` x `smt` hardware threads. A fiber needs one to run; a global FIFO run queue holds
 //   the others. Dispatching a fiber onto a hardware thread costs context_switch_ns. A fiber that
 //   waits on a semaphore, sleeps or waits for storage releases its hardware thread; post() makes
@@ -404,9 +420,12 @@ class Simulation {
   }
 
   // ---- Internal interface of SimPlatform (public for the templates below; not for users) ----
-  enum class Access : uint8_t { kRead, kWrite, kRmw };
+  // kWrite: a seq_cst store (drains the store buffer, pays the transfer); kBufferedWrite: a
+  // plain store through the store buffer (COST MODEL).
+  enum class Access : uint8_t { kRead, kWrite, kRmw, kBufferedWrite };
   template <class T> T sim_load(const T* p);
-  template <class T> void sim_store(T* p, T v);
+  template <class T> void sim_store(T* p, T v, Access k = Access::kWrite);
+  void drain_store_buffer();
   template <class T, class F> T sim_rmw(T* p, F f);
   template <class T> bool sim_cas(T* p, T& expected, T desired);
   template <class T> T sim_wait_while_eq(const T* p, T v);
@@ -578,6 +597,7 @@ struct Simulation::Fiber {
   bool replay = false;
   uint32_t token = 0;
   uint64_t clock = 0;
+  uint64_t sb_until = 0;  // when the last buffered store completes (COST MODEL "Store buffer")
   uint64_t event_time = 0;
   uint64_t slice_end = 0;
   uint64_t ready_at = 0;
@@ -648,7 +668,7 @@ T Simulation::sim_load(const T* p) {
 }
 
 template <class T>
-void Simulation::sim_store(T* p, T v) {
+void Simulation::sim_store(T* p, T v, Access k) {
   Fiber* f = cur_;
   if (f == nullptr) {
     const bool changed = !(*p == v);
@@ -656,7 +676,7 @@ void Simulation::sim_store(T* p, T v) {
     if (changed) external_write(p);
     return;
   }
-  const uint32_t line = access(*f, p, Access::kWrite);
+  const uint32_t line = access(*f, p, k);
   const bool changed = !(*p == v);
   *p = v;
   if (changed) notify_write(line, last_start_);
@@ -729,10 +749,15 @@ struct SimPlatform {
       Simulation* s = Simulation::tl_sim_;
       return s == nullptr ? v_ : s->sim_load(&v_);
     }
-    void store(T v) {
+    // seq_cst: pays the line transfer on the spot (xchg); release / relaxed: a buffered store
+    // (COST MODEL "Store buffer").
+    void store(T v, std::memory_order order = std::memory_order_seq_cst) {
       Simulation* s = Simulation::tl_sim_;
       if (s == nullptr) v_ = v;
-      else s->sim_store(&v_, v);
+      else
+        s->sim_store(&v_, v,
+                     order == std::memory_order_seq_cst ? Simulation::Access::kWrite
+                                                        : Simulation::Access::kBufferedWrite);
     }
     T fetch_add(T d) { return rmw([d](T o) { return static_cast<T>(o + d); }); }
     T fetch_sub(T d) { return rmw([d](T o) { return static_cast<T>(o - d); }); }
@@ -772,7 +797,7 @@ struct SimPlatform {
     T v_{};
   };
 
-  // Plain shared data: charged like a line access (get = load, set = store).
+  // Plain shared data: charged like a line access (get = load, set = a plain, buffered store).
   template <class T>
   class Shared {
     static_assert(sim_detail::kValue<T>, "SimPlatform::Shared<T>: T must be trivially copyable, <= 8 bytes");
@@ -787,7 +812,7 @@ struct SimPlatform {
     void set(T v) {
       Simulation* s = Simulation::tl_sim_;
       if (s == nullptr) v_ = v;
-      else s->sim_store(&v_, v);
+      else s->sim_store(&v_, v, Simulation::Access::kBufferedWrite);
     }
 
    private:
@@ -817,14 +842,20 @@ struct SimPlatform {
     if (Simulation* s = Simulation::tl_sim_) s->op_copy(n);
   }
   static void sleep_ns(uint64_t ns) {
-    if (Simulation* s = Simulation::tl_sim_) s->op_sleep(ns);
+    if (Simulation* s = Simulation::tl_sim_) {
+      s->drain_store_buffer();  // a system call
+      s->op_sleep(ns);
+    }
   }
   static void spin_delay() {
     if (Simulation* s = Simulation::tl_sim_) s->op_spin_delay();
   }
   static void memory_barrier() {
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (Simulation* s = Simulation::tl_sim_) s->op_fence();
+    if (Simulation* s = Simulation::tl_sim_) {
+      s->drain_store_buffer();  // MFENCE waits for the store buffer, then costs fence_ns
+      s->op_fence();
+    }
   }
 
   // Sim-only extras (not part of the Platform concept).
@@ -842,11 +873,17 @@ struct SimPlatform {
   // `file` names the file written (any address that identifies it): writes to one file
   // serialise on its inode lock; nullptr = a file no other writer touches concurrently.
   static void storage_write(size_t n, const void* file = nullptr) {
-    if (Simulation* s = Simulation::tl_sim_) s->op_storage_write(n, file);
+    if (Simulation* s = Simulation::tl_sim_) {
+      s->drain_store_buffer();
+      s->op_storage_write(n, file);
+    }
   }
   // fdatasync: blocks (CPU released) until the device wrote everything written so far.
   static void storage_sync() {
-    if (Simulation* s = Simulation::tl_sim_) s->op_storage_sync();
+    if (Simulation* s = Simulation::tl_sim_) {
+      s->drain_store_buffer();
+      s->op_storage_sync();
+    }
   }
 };
 

@@ -124,9 +124,17 @@ void Simulation::slice_expired(Fiber& f) {
   switch_out(f);  // back when dispatched again
 }
 
+// A fence (COST MODEL "Store buffer"): wait until the fiber's buffered stores completed.
+void Simulation::drain_store_buffer() {
+  Fiber* f = cur_;
+  if (f != nullptr && f->clock < f->sb_until) f->clock = f->sb_until;
+}
+
 uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
   if (f.replay) end_replay(f);
   if (k != Access::kRead) f.spin_addr = nullptr;
+  // RMWs and seq_cst stores are fences: the store buffer drains first.
+  if ((k == Access::kRmw || k == Access::kWrite) && f.clock < f.sb_until) f.clock = f.sb_until;
   sync(f);
   const uint32_t id = line_id(p);
   Line& l = lines_[id];
@@ -159,9 +167,18 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
   }
   const uint64_t start = std::max(t, l.busy_until);
   last_start_ = start;
-  counters_.line_wait_ns += start - t;
-  const uint64_t done = start + lat + (k == Access::kRmw ? cfg_.rmw_extra_ns : 0);
-  f.clock = done;
+  uint64_t done;
+  if (k == Access::kBufferedWrite) {
+    // Into the store buffer: the storer goes on at hit cost; the line is busy for everyone else
+    // until the store completes, in program order after the fiber's earlier buffered stores.
+    done = std::max(start + lat, f.sb_until);
+    f.sb_until = done;
+    f.clock = t + cfg_.line_hit_ns;
+  } else {
+    counters_.line_wait_ns += start - t;
+    done = start + lat + (k == Access::kRmw ? cfg_.rmw_extra_ns : 0);
+    f.clock = done;
+  }
   l.busy_until = done;
   l.owner = static_cast<int32_t>(c);
   for (uint32_t w = 0; w < words_; ++w) bits[w] = 0;

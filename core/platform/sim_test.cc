@@ -207,6 +207,103 @@ TEST_CASE("sim: exact cost of line transfers and RMW serialization", "[sim]") {
   }
 }
 
+TEST_CASE("sim: a plain store goes through the store buffer; a fence drains it", "[sim]") {
+  // Compact on 4 cores, 2 sockets: fibers on cores 0 and 1 (socket 0) and 2 (socket 1).
+  const SimConfig cfg = small_machine(4, 2, SimPlacement::kCompact);
+  const uint64_t cs = cfg.context_switch_ns;
+  const uint64_t same = cfg.same_socket_transfer_ns;
+  const uint64_t cross = cfg.cross_socket_transfer_ns;
+  auto x = std::make_unique<OwnLine<SP::Atomic<uint64_t>>>();
+  auto y = std::make_unique<OwnLine<SP::Shared<uint64_t>>>();
+  auto z = std::make_unique<OwnLine<SP::Atomic<uint64_t>>>();
+  uint64_t t_store = 0, t_store2 = 0, t_fence = 0, t_read = 0, seen = 0;
+  // The line of x is owned by core 0 when core 1 stores to it at cs + 1000: the invalidation
+  // takes a same-socket transfer; core 2 reads it at cs + 1010.
+  auto run = [&](auto&& storer_body) {
+    Simulation sim(cfg, 1);
+    sim.spawn([&] { x->v.store(1); }, "owner");  // seq_cst, from memory: done at cs + memory
+    sim.spawn([&] {
+      SP::work(1000);
+      storer_body();
+    }, "storer");
+    sim.spawn([&] {
+      SP::work(1010);
+      seen = x->v.load();
+      t_read = SP::now_ns();
+    }, "reader");
+    REQUIRE(sim.run().finished());
+  };
+  SECTION("a release store costs the storer a hit; the fence pays the rest") {
+    run([&] {
+      x->v.store(2, std::memory_order_release);
+      t_store = SP::now_ns();
+      SP::memory_barrier();
+      t_fence = SP::now_ns();
+    });
+    CHECK(t_store == cs + 1000 + cfg.line_hit_ns);
+    CHECK(t_fence == cs + 1000 + same + cfg.fence_ns);
+  }
+  SECTION("a seq_cst store pays the transfer on the spot; the fence then costs fence_ns") {
+    run([&] {
+      x->v.store(2);
+      t_store = SP::now_ns();
+      SP::memory_barrier();
+      t_fence = SP::now_ns();
+    });
+    CHECK(t_store == cs + 1000 + same);
+    CHECK(t_fence == t_store + cfg.fence_ns);
+  }
+  SECTION("buffered stores complete in program order; an RMW drains them") {
+    run([&] {
+      x->v.store(2, std::memory_order_release);  // done at cs + 1000 + same
+      y->v.set(3);                                 // a plain store too: from memory
+      t_store2 = SP::now_ns();
+      z->v.fetch_add(1);  // a fence: waits for both, then its own miss from memory
+      t_fence = SP::now_ns();
+    });
+    CHECK(t_store2 == cs + 1000 + 2 * cfg.line_hit_ns);
+    const uint64_t drained = std::max(cs + 1000 + same, cs + 1001 + cfg.memory_ns);
+    CHECK(t_fence == drained + cfg.memory_ns + cfg.rmw_extra_ns);
+  }
+  // In every case the line is busy for others until the store completed: the reader on the
+  // other socket waits for it, then fetches it from the storer.
+  CHECK(seen == 2);
+  CHECK(t_read == cs + 1000 + same + cross);
+}
+
+TEST_CASE("sim: S_UNLOCK is a plain store: the releaser does not wait for a spinner's copy",
+          "[sim][locks]") {
+  const SimConfig cfg = small_machine(4, 1, SimPlacement::kCompact);
+  const uint64_t cs = cfg.context_switch_ns;
+  struct alignas(64) Line {
+    SpinLock<SP> v{kT};
+  };
+  auto lock = std::make_unique<Line>();
+  uint64_t before = 0, after = 0;
+  ProcTable<SP> procs(2, 1);
+  Simulation sim(cfg, 1);
+  sim.spawn([&] {
+    lock->v.acquire(procs[0]);
+    SP::work(1000);  // meanwhile the other core reads the word: a shared copy
+    before = SP::now_ns();
+    lock->v.release();
+    after = SP::now_ns();
+  }, "holder");
+  sim.spawn([&] {
+    SP::work(500);
+    (void)lock->v.is_locked();
+  }, "looker");
+  REQUIRE(sim.run().finished());
+  CHECK(before == cs + cfg.memory_ns + cfg.rmw_extra_ns + 1000);
+#ifdef NDEBUG
+  constexpr uint64_t kLoads = 0;
+#else
+  constexpr uint64_t kLoads = 1;  // release()'s S2 debug check loads the word (a hit)
+#endif
+  // The store costs a hit, not a same_socket_transfer_ns (the invalidation of the looker's copy).
+  CHECK(after == before + (kLoads + 1) * cfg.line_hit_ns);
+}
+
 TEST_CASE("sim: a cross-socket ping-pong is slower than a same-socket one, exactly", "[sim]") {
   constexpr uint64_t kRounds = 1000;
   auto ping_pong = [](SimPlacement placement) {

@@ -30,7 +30,9 @@ struct ThreadsPlatform {
     Atomic& operator=(const Atomic&) = delete;
 
     T load() const { return v_.load(); }
-    void store(T v) { v_.store(v); }
+    // seq_cst: xchg on x86 (a full barrier); release / relaxed: a plain mov (platform.h STORE
+    // ORDER).
+    void store(T v, std::memory_order order = std::memory_order_seq_cst) { v_.store(v, order); }
     T fetch_add(T d) { return v_.fetch_add(d); }
     T fetch_sub(T d) { return v_.fetch_sub(d); }
     T fetch_or(T d) { return v_.fetch_or(d); }

@@ -34,8 +34,11 @@
 //                        being (re)initialised.
 //   initialized_upto_    kMappingLock: protected by buf_mapping_lock_ (exclusive).
 //   initialize_reserved_, initialized_upto_lf_, init_cv_   kLockFree only: see below.
-//   logwrt_rqst_write_   protected by info_lck_; async_xact_lsn_ likewise.
-//   log_write_result_, log_flush_result_   atomics, advanced only under wal_write_lock_.
+//   logwrt_rqst_write_   protected by info_lck_; async_xact_lsn_ likewise. Raised only at a page
+//                        crossing (insert), by an eviction (AdvanceXLInsertBuffer) and by
+//                        XLogWrite's end (W1); XLogFlush only reads it (F1).
+//   log_write_result_, log_flush_result_   atomics, advanced only under wal_write_lock_, at the
+//                        end of XLogWrite (W2); PG <= 16 form: written under info_lck_ too.
 //   storage_             written only under wal_write_lock_.
 //   device_              null, or a DeviceSync shared by several Wals (private streams, the
 //                        `ideal` baseline): their fsyncs go through it, group-committed across
@@ -50,6 +53,37 @@
 // wal_write_lock_ (AdvanceXLInsertBuffer releases it first). wait_insertions() is never called
 // with wal_write_lock_ held (inserters may need that lock to evict a page). With a DeviceSync:
 // wal_write_lock_ before the device's lock, never the other way round.
+//
+// FLUSH AND WRITE REQUESTS (xlog.c XLogFlush, XLogWrite, XLogInsertRecord; checked against
+// REL_15 (15.3) and a post-17 master, whose XLogFlush/XLogWrite/WaitXLogInsertionsToFinish are
+// 17's: ee1cbe806d "Operate XLogCtl->log{Write,Flush}Result with atomics", f3ff7bf83b
+// logInsertResult; issue 10 item 1a). Two forms, chosen by the strategy
+// (S::logwrt_before_pg17(): insertingat "waitlist" and single_lock model PG <= 16; every other
+// strategy PG 17):
+//   F1 XLogFlush(rec) loop. WriteRqstPtr = rec, raised to LogwrtRqst.Write read under info_lck
+//      (PG reads it; it never raises it: only page crossings, evictions and W1 do).
+//      PG <= 16: the same info_lck section also copies LogwrtResult; done if rec <= Flush.
+//      PG 17: RefreshXLogWriteResult (atomics, no lock) first; done if rec <= Flush; only then
+//      info_lck for LogwrtRqst.Write.
+//   F2 insertpos = WaitXLogInsertionsToFinish(WriteRqstPtr) (the strategy's wait_insertions:
+//      PG 17 returns the monotonic logInsertResult, which may be beyond WriteRqstPtr).
+//   F3 LWLockAcquireOrWait(WALWriteLock); not taken: someone flushed, loop to F1.
+//   F4 Recheck LogwrtResult (holding WALWriteLock, no info_lck); done if flushed.
+//   F5 XLogWrite(Write = Flush = insertpos): everything finished is written and fsynced, so
+//      one fsync covers every record inserted before it (group flush). commit_delay: not
+//      modelled (0, PostgreSQL's default).
+//   XLogWrite (write_locked) works on a local LogwrtResult and publishes at its end:
+//   W1 under info_lck: LogwrtRqst.Write = max(LogwrtRqst.Write, LogwrtResult.Write).
+//   W2 PG <= 16: XLogCtl->LogwrtResult = LogwrtResult inside that same info_lck section.
+//      PG 17: after it, pg_atomic_write_u64(logWriteResult), pg_write_barrier,
+//      pg_atomic_write_u64(logFlushResult): plain stores (release stores here).
+//   A flusher therefore waits only for insertions below its own record or below what a page
+//   crossing, an eviction or a completed write put into LogwrtRqst.Write, never for the later
+//   records of other flushers (the model before issue 10 raised LogwrtRqst.Write to rec).
+//   Departures: LogwrtRqst.Flush is not kept (nobody reads it here); the backend-local
+//   LogwrtResult copy and its quick exit before the loop are not modelled (F1's read stands for
+//   it); XLogWrite writes in runs that neither wrap the ring nor cross a segment instead of
+//   page by page, with one pwrite per run.
 //
 // THE WAL WRITER'S SIDE (PostgreSQL 9.6+, xlog.c XLogSetAsyncXactLSN / XLogBackgroundFlush,
 // postmaster/walwriter.c; wal_writer_flush_after is 4de82f7d7c5, 9.6; PROTOCOLS.md section 7)
@@ -338,7 +372,8 @@ class Wal {
         num_procs_(procs.size()),
         lf_pages_by_proc_(new PageCount[procs.size()]),
         wal_write_lock_(&procs, WaitEvent::kWalWrite),
-        info_lck_(WaitEvent::kInfoSpin) {}
+        info_lck_(WaitEvent::kInfoSpin),
+        logwrt_before_pg17_(logwrt_before_pg17_of(strategy)) {}
 
   S strategy;
 
@@ -377,6 +412,9 @@ class Wal {
   uint64_t xlblocks(uint64_t slot) const { return xlblock(slot).load(); }
   Lsn log_write_result() const { return Lsn{log_write_result_.load()}; }
   Lsn log_flush_result() const { return Lsn{log_flush_result_.load()}; }
+  Lsn logwrt_rqst_write() const { return Lsn{logwrt_rqst_write_.get()}; }  // without info_lck
+  // Whether XLogFlush / XLogWrite run in their PG <= 16 form ("FLUSH AND WRITE REQUESTS").
+  bool logwrt_before_pg17() const { return logwrt_before_pg17_; }
 
   // Insert one record (header + payload built by build_record, CRC of the payload in
   // payload_crc). Returns where it went.
@@ -562,20 +600,32 @@ class Wal {
     init_cv_.wait_until(me, [&] { return initialized_upto_lf_.load() > upto.value; });
   }
 
-  // XLogFlush(rec): make everything up to rec durable, with group commit.
+  // XLogFlush(rec): make everything up to rec durable, with group commit ("FLUSH AND WRITE
+  // REQUESTS" at the top: F1-F5). LogwrtRqst.Write is only read here, never raised.
   void flush(Proc<P>& me, Lsn rec) {
     const uint64_t device_ticket = device_ != nullptr ? device_->ticket() : 0;  // D2
+    uint64_t write_rqst = rec.value;  // WriteRqstPtr: the target, may increase below
     for (;;) {
-      if (log_flush_result_.load() >= rec.value) return;
-      const Lsn rqst = raise_write_request(me, rec);
-      const Lsn insertpos = strategy.wait_insertions(*this, me, rqst);
-      if (!wal_write_lock_.acquire_or_wait(me, kLwExclusive)) continue;  // someone flushed: recheck
-      if (log_flush_result_.load() >= rec.value) {
+      if (logwrt_before_pg17_) {  // F1, PG <= 16: one info_lck section reads both
+        info_lck_.acquire(me);
+        write_rqst = std::max(write_rqst, logwrt_rqst_write_.get());
+        const uint64_t flushed = log_flush_result_.load();
+        info_lck_.release();
+        if (flushed >= rec.value) return;
+      } else {  // F1, PG 17: RefreshXLogWriteResult, then LogwrtRqst.Write under info_lck
+        if (refresh_write_result().flush >= rec.value) return;
+        info_lck_.acquire(me);
+        write_rqst = std::max(write_rqst, logwrt_rqst_write_.get());
+        info_lck_.release();
+      }
+      const Lsn insertpos = strategy.wait_insertions(*this, me, Lsn{write_rqst});  // F2
+      if (!wal_write_lock_.acquire_or_wait(me, kLwExclusive)) continue;  // F3: someone flushed
+      if (refresh_write_result().flush >= rec.value) {  // F4
         wal_write_lock_.release(me);
         return;
       }
       ++counters_.flush_calls;
-      write_locked(me, insertpos, /*flush=*/true, device_ticket);
+      write_locked(me, insertpos, /*flush=*/true, device_ticket);  // F5: Write = Flush = insertpos
       wal_write_lock_.release(me);
       return;
     }
@@ -639,7 +689,8 @@ class Wal {
   void mark_flushed(Proc<P>& me, Lsn written) {
     wal_write_lock_.acquire(me, kLwExclusive);
     WALBENCH_CHECK(written.value <= log_write_result_.load(), "I3 (mark_flushed)");
-    if (log_flush_result_.load() < written.value) log_flush_result_.store(written.value);
+    if (log_flush_result_.load() < written.value)
+      log_flush_result_.store(written.value, std::memory_order_release);  // pg_atomic_write_u64
     wal_write_lock_.release(me);
   }
 
@@ -677,7 +728,19 @@ class Wal {
   }
 
  private:
-  // Raise LogwrtRqst.Write to at least upto; returns max(upto, LogwrtRqst.Write).
+  // RefreshXLogWriteResult (PG 17): logFlushResult, read barrier (a compiler barrier on x86),
+  // logWriteResult.
+  struct WriteResult {
+    uint64_t write;
+    uint64_t flush;
+  };
+  WriteResult refresh_write_result() const {
+    const uint64_t flush = log_flush_result_.load();
+    return {log_write_result_.load(), flush};
+  }
+
+  // Raise LogwrtRqst.Write to at least upto under info_lck (the page crossing in
+  // XLogInsertRecord, the eviction in AdvanceXLInsertBuffer); returns max(upto, LogwrtRqst.Write).
   Lsn raise_write_request(Proc<P>& me, Lsn upto) {
     info_lck_.acquire(me);
     uint64_t r = logwrt_rqst_write_.get();
@@ -692,8 +755,11 @@ class Wal {
   // XLogWrite with wal_write_lock_ held: copy [log_write_result_, upto) from the ring to storage
   // in runs that neither wrap the ring nor cross a segment; then fsync if asked (through the
   // DeviceSync with the caller's ticket, if there is one).
+  // Like XLogWrite, it works on a local LogwrtResult and publishes it only at the end (W1-W2 in
+  // "FLUSH AND WRITE REQUESTS").
   void write_locked(Proc<P>& me, Lsn upto, bool flush, uint64_t device_ticket = 0) {
     uint64_t from = log_write_result_.load();
+    uint64_t flushed = log_flush_result_.load();
     if (from < upto.value) {
       me.set_wait(WaitEvent::kWalIoWrite);
       while (from < upto.value) {
@@ -709,10 +775,10 @@ class Wal {
         ++counters_.writes;
         from += n;
       }
-      log_write_result_.store(upto.value);
       me.clear_wait();
     }
-    if (flush && log_flush_result_.load() < log_write_result_.load()) {
+    const uint64_t written = from;  // >= upto
+    if (flush && flushed < written) {
       if (fsync_ && device_ != nullptr) {
         device_->sync(me, storage_, device_ticket);  // group commit across the WALs (D2)
       } else if (fsync_) {
@@ -721,9 +787,31 @@ class Wal {
         charge_storage_sync<P>();
         ++counters_.fsyncs;
       }
-      log_flush_result_.store(log_write_result_.load());
+      flushed = written;
       me.clear_wait();
     }
+    // W1: LogwrtRqst never falls behind LogwrtResult ("This is not absolutely essential, but
+    // it saves some code in a couple of places"), under info_lck.
+    info_lck_.acquire(me);
+    if (logwrt_rqst_write_.get() < written) logwrt_rqst_write_.set(written);
+    if (logwrt_before_pg17_) {  // W2, PG <= 16: XLogCtl->LogwrtResult, under info_lck too
+      log_write_result_.store(written, std::memory_order_release);  // plain stores (release:
+      log_flush_result_.store(flushed, std::memory_order_release);  // read without the lock)
+    }
+    info_lck_.release();
+    if (!logwrt_before_pg17_) {  // W2, PG 17: pg_atomic_write_u64 x2, pg_write_barrier between
+      log_write_result_.store(written, std::memory_order_release);
+      log_flush_result_.store(flushed, std::memory_order_release);
+    }
+  }
+
+  // The strategy says whether it models PostgreSQL <= 16 (S::logwrt_before_pg17()); PG 17
+  // otherwise.
+  static bool logwrt_before_pg17_of(const S& s) {
+    if constexpr (requires { { s.logwrt_before_pg17() } -> std::convertible_to<bool>; })
+      return s.logwrt_before_pg17();
+    else
+      return false;
   }
 
   // flushblocks: whole pages between flushed and upto (upto / BLCKSZ - flushed / BLCKSZ).
@@ -769,6 +857,7 @@ class Wal {
   alignas(128) LWLock<P> wal_write_lock_;
   alignas(128) SpinLock<P> info_lck_;
   typename P::template Shared<uint64_t> logwrt_rqst_write_{0};
+  const bool logwrt_before_pg17_;  // F1 / W2, from the strategy (read-only)
   typename P::template Shared<uint64_t> async_xact_lsn_{0};
   alignas(128) typename P::template Atomic<uint64_t> log_write_result_{0};
   typename P::template Atomic<uint64_t> log_flush_result_{0};

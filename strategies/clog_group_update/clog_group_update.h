@@ -49,7 +49,7 @@
 //   3. head = load(group_first_). If head is a member for another page: member = false, next =
 //      invalid (b786304c29), take the lock normally ("fallback_page").
 //   4. next = head; CAS(group_first_, head -> me); on failure retry from 3 with the new head.
-//   5. Follower (head was not empty): wait event IPC:XactGroupUpdate; sleep on the semaphore
+//   5. Follower (head was not empty): wait event IPC:ClogGroupUpdate (XactGroupUpdate 13+); sleep on the semaphore
 //      until member == false (G3, G4). Done.
 //   6. Leader (list was empty): acquire(exclusive) (blocking); first = exchange(group_first_,
 //      invalid); for each member from first: set_page_status_locked(member's xid, its cached
@@ -159,7 +159,7 @@ class ClogGroupUpdate {
   // unoverflowed subxids (the leader reads them from the Proc, not from the caller).
   bool eligible(Proc<P>& me, Xid xid, std::span<const Xid> subxids) const {
     if (subxids.size() > params_.threshold_subxids) return false;
-    if (xid.value != me.xid.get() || me.subxids_overflowed.get() != 0) return false;
+    if (xid.value != me.xid.load() || me.subxids_overflowed.get() != 0) return false;
     if (subxids.size() != me.nsubxids.get()) return false;
     for (size_t i = 0; i < subxids.size(); ++i)
       if (subxids[i].value != me.subxids[i].get()) return false;

@@ -4,8 +4,8 @@
 // each member's subtransactions in the SUB_COMMITTED-first order.
 //
 // Forcing the interleaving: the test holds the control lock itself, starts the committers, and
-// waits until each has published the wait event it must end up in (IPC:XactGroupUpdate for a
-// follower, LWLock:XactSLRU for the leader and for a fallback) before releasing the lock.
+// waits until each has published the wait event it must end up in (IPC:ClogGroupUpdate for a
+// follower, LWLock:CLogControlLock for the leader and for a fallback) before releasing the lock.
 #include <catch2/catch.hpp>
 
 #include <chrono>

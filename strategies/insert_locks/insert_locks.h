@@ -16,8 +16,13 @@
 //     "random_stride"   "Increase NUM_XLOGINSERT_LOCKS" (Sokolov, 2025): random start and odd
 //                       stride per client, two conditional tries stepping by the stride, then a
 //                       blocking acquire.
-//   PG 17's early exit in WaitXLogInsertionsToFinish (upto <= logInsertResult) is used by the
-//   atomic forms; the waitlist form models PG <= 16, which has no logInsertResult.
+//   The atomic forms get PG 17's surroundings: WaitXLogInsertionsToFinish with logInsertResult
+//   (f3ff7bf83b: a fetch_add(0) read, early exit returning the value read, monotonic advance
+//   returning the freshest value) and XLogFlush/XLogWrite on atomic LogwrtResult (ee1cbe806d).
+//   The waitlist form models PG 15: no logInsertResult, LogwrtResult under info_lck
+//   (core/wal/wal.h "FLUSH AND WRITE REQUESTS"). Departure: "atomic_fastpath" is the 2023 v6
+//   patch, which predates both 2024 commits; it gets the PG 17 surroundings too, so that it
+//   differs from "atomic" in UpdateVar only.
 //
 // Design summary
 //   Reservation is short and serial (a spinlock around two counters); copying is long and runs
@@ -112,6 +117,10 @@ class InsertLocks {
 
   // WALInsertLockUpdateInsertingAt: called by Wal::get_buffer before it may block.
   void advertise(Proc<P>& me, Lsn pos) { locks_.advertise(me, pos); }
+
+  // Which XLogFlush / XLogWrite form the WAL runs (core/wal/wal.h "FLUSH AND WRITE REQUESTS").
+  bool logwrt_before_pg17() const { return locks_.logwrt_before_pg17(); }
+  Lsn log_insert_result() const { return locks_.log_insert_result(); }  // tests
 
   // WaitXLogInsertionsToFinish (I3): CurrBytePos read under the spinlock.
   template <class W>

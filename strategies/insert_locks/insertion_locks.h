@@ -27,7 +27,9 @@
 //      it then advertises never exceed the start of bytes the holder has not copied yet.
 //   L3 wait_insertions(upto) returns p >= min(upto, reserved end) with every insertion below p
 //      finished: a held lock whose insertingAt is 0 or below upto is waited for.
-//   L4 log_insert_result_ only grows, and only to values L3 computed.
+//   L4 log_insert_result_ only grows, and only to values L3 computed. wait_insertions returns,
+//      in the atomic forms, the logInsertResult it read (early exit) or the freshest one after
+//      advancing it: never less than what it computed, possibly more (PG 17).
 //
 // Steps
 //   acquire    "procno": blocking acquire of lockToTry (= procno % N); after a wait, lockToTry
@@ -37,10 +39,13 @@
 //   advertise  UpdateVar(insertingAt := pos) if this client holds a lock (the WAL writer
 //              does not).
 //   wait_insertions(upto, read_reserved_end)
-//              (17+) return upto if upto <= logInsertResult; read the reserved end, clamp upto
-//              to it; for each lock: WaitForVar until the lock is free or insertingAt >= upto;
-//              finished = min over still-held locks' non-zero insertingAt; (17+) advance
-//              logInsertResult.
+//              (17+) inserted = pg_atomic_read_membarrier_u64(logInsertResult) (fetch_add 0);
+//              if upto <= inserted return inserted; read the reserved end, clamp upto to it;
+//              for each lock: WaitForVar until the lock is free or insertingAt >= upto;
+//              finished = min(reserved end, still-held locks' non-zero insertingAt); (17+)
+//              return pg_atomic_monotonic_advance_u64(logInsertResult, finished), the freshest
+//              value. (<= 16, "waitlist": no logInsertResult, return finished.) Checked against
+//              REL_15 (15.3) xlog.c and a post-17 master whose function is 17's (f3ff7bf83b).
 // Wake path: UpdateVar wakes WaitForVar waiters; release wakes lock waiters (lwlock.h).
 // Hazards: a waiter must not hold a lock whose insertingAt is below its target (it would wait
 //   for itself): strategies advertise before any wait that another inserter may depend on.
@@ -141,8 +146,13 @@ class InsertionLocks {
   // (Insert->CurrBytePos through XLogBytePosToEndRecPtr), read the way the strategy protects it.
   template <class ReadReservedEnd>
   Lsn wait_insertions(Proc<P>& me, Lsn upto, ReadReservedEnd&& read_reserved_end) {
-    const bool has_insert_result = params_.insertingat != VarProtocol::kWaitList;
-    if (has_insert_result && upto.value <= log_insert_result_.load()) return upto;
+    const bool has_insert_result = has_insert_result_();
+    if (has_insert_result) {
+      // PG 17: pg_atomic_read_membarrier_u64(&logInsertResult), i.e. fetch_add(0) (a locked
+      // RMW); already there: return what was read, not upto (L4).
+      const uint64_t inserted = log_insert_result_.fetch_add(0);
+      if (upto.value <= inserted) return Lsn{inserted};
+    }
 
     const Lsn reserved = read_reserved_end();
     if (upto > reserved) upto = reserved;
@@ -159,16 +169,37 @@ class InsertionLocks {
       } while (inserting_at < upto.value);
       if (!free && inserting_at != 0 && inserting_at < finished) finished = inserting_at;
     }
-    if (has_insert_result) {  // L4
-      uint64_t cur = log_insert_result_.load();
-      while (cur < finished && !log_insert_result_.compare_exchange(cur, finished)) {
-      }
-    }
+    // L4, PG 17: pg_atomic_monotonic_advance_u64 returns the freshest value, which may be
+    // beyond finished when a concurrent flusher with a later upto got there first.
+    if (has_insert_result) finished = monotonic_advance(log_insert_result_, finished);
     return Lsn{finished};
+  }
+
+  // PG <= 16 (insertingat "waitlist") has no logInsertResult, and its XLogFlush / XLogWrite
+  // keep LogwrtResult under info_lck (Wal::logwrt_before_pg17).
+  bool logwrt_before_pg17() const { return !has_insert_result_(); }
+  // Inspection for tests (racy while clients run).
+  Lsn log_insert_result() const { return Lsn{log_insert_result_.load()}; }
+
+  // pg_atomic_monotonic_advance_u64 (atomics.h, PG 17): read; if already >= target, a full
+  // barrier and return it; else CAS until it is >= target; return the latest value observed
+  // (target if our CAS won). Full barrier semantics either way.
+  static uint64_t monotonic_advance(typename P::template Atomic<uint64_t>& a, uint64_t target) {
+    uint64_t cur = a.load();
+    if (cur >= target) {
+      P::memory_barrier();
+      return cur;
+    }
+    while (cur < target) {
+      if (a.compare_exchange(cur, target)) return target;
+    }
+    return cur;
   }
 
  private:
   static constexpr uint32_t kNone = ~uint32_t{0};
+
+  bool has_insert_result_() const { return params_.insertingat != VarProtocol::kWaitList; }
 
   struct Slot {
     explicit Slot(ProcTable<P>& procs) : lock(&procs, WaitEvent::kWalInsert) {}

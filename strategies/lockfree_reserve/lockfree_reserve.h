@@ -542,6 +542,10 @@ class LockfreeReserve {
     locks_.advertise(me, v);
   }
 
+  // XLogFlush / XLogWrite in the form of the insertingAt protocol's release (core/wal/wal.h
+  // "FLUSH AND WRITE REQUESTS"): PG 17's unless insertingat is "waitlist".
+  bool logwrt_before_pg17() const { return locks_.logwrt_before_pg17(); }
+
   // WaitXLogInsertionsToFinish: CurrBytePos is an atomic read (I1).
   template <class W>
   Lsn wait_insertions(W& wal, Proc<P>& me, Lsn upto) {

@@ -86,6 +86,10 @@ class SingleLock {
     if (holding_[me.id.value].flag) holder_progress_.set(pos.value);
   }
 
+  // <= 9.3's XLogFlush and XLogWrite keep LogwrtResult under info_lck, as up to 16
+  // (core/wal/wal.h "FLUSH AND WRITE REQUESTS").
+  bool logwrt_before_pg17() const { return true; }
+
   template <class W>
   Lsn wait_insertions(W& wal, Proc<P>& me, Lsn upto) {
     if (holding_[me.id.value].flag) return Lsn{holder_progress_.get()};  // I2

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Regenerates results/ from the code in the working tree: every config that has a result file
+# there is run again into results/<date>-<host>-<config>.json (the default name; the old files
+# of those configs are removed once the new one is written), then scripts/fidelity_all.sh
+# rewrites results/fidelity/. Real-thread configs run one at a time (run this on a quiet
+# machine: their tps are measurements); simulated ones run -j JOBS at a time (virtual time: the
+# machine's load does not change them).
+#
+# Usage: scripts/rerun_results.sh [--sim-only | --threads-only] [CONFIG ...]
+#   default: every configs/*.json that a results/*.json was made from.
+#   WALBENCH=path/to/walbench (default build/release/walbench); JOBS (default 2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+walbench=${WALBENCH:-build/release/walbench}
+jobs=${JOBS:-2}
+python=/usr/bin/python3
+only=""
+case ${1:-} in --sim-only|--threads-only) only=$1; shift ;; esac
+[[ -x $walbench ]] || { echo "rerun_results: no $walbench; build it first" >&2; exit 2; }
+
+if (($# == 0)); then
+  mapfile -t configs < <("$python" - <<'PY'
+import glob, json
+seen = []
+for path in sorted(glob.glob("results/*.json")):
+    files = json.load(open(path)).get("context", {}).get("config_files", [])
+    for f in files:
+        if f not in seen:
+            seen.append(f)
+print("\n".join(seen))
+PY
+)
+else
+  configs=("$@")
+fi
+
+is_sim() { "$python" -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1])).get("platform", {}).get("kind") == "sim" else 1)' "$1"; }
+
+status=0
+for config in "${configs[@]}"; do
+  [[ -f $config ]] || { echo "rerun_results: $config: no such config; skipped" >&2; status=1; continue; }
+  if is_sim "$config"; then [[ $only == --threads-only ]] && continue; else [[ $only == --sim-only ]] && continue; fi
+  name=$(basename "$config" .json)
+  old=(results/*-"$name".json)
+  echo "rerun_results: $config"
+  tmp=$(mktemp --suffix=.json)
+  rm -f "$tmp"
+  if "$walbench" run "$config" -q -j "$jobs" -o "$tmp"; then
+    for f in "${old[@]}"; do [[ -f $f ]] && git rm -q --cached "$f" 2>/dev/null; rm -f "$f"; done
+    day=$(date -u +%F)
+    host=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["context"]["host"])' "$tmp" 2>/dev/null || hostname -s)
+    mv "$tmp" "results/$day-$host-$name.json"
+  else
+    echo "rerun_results: $config: walbench run failed (its file kept at $tmp)" >&2
+    status=1
+  fi
+done
+[[ $only == --threads-only ]] || scripts/fidelity_all.sh || status=1
+exit $status
