@@ -223,15 +223,18 @@ Entry sim_entry() {
                     "the current directory with --set), then in the repository's presets/; "
                     "`walbench calibrate` writes one for this machine. A result cell records "
                     "every key below, the preset and the absolute preset_file read"});
+  // Every numeric parameter from SimConfig's own table (the one validate() enforces): unit and
+  // range in the "allowed" column, the one-line doc below; defaults and their sources are at the
+  // top of core/platform/sim.h.
   const nlohmann::json d = SimConfig{}.to_json();
-  for (auto it = d.begin(); it != d.end(); ++it) {
-    if (it.key() == "kind" || it.key() == "preset") continue;
-    const std::string type = it.value().is_string() ? "string"
-                             : it.value().is_boolean() ? "bool"
-                             : it.value().is_number_integer() || it.value().is_number_unsigned()
-                                 ? "int"
-                                 : "number";
-    e.rows.push_back({it.key(), type, it.value().dump(), "", "see core/platform/sim.h"});
+  e.rows.push_back({"placement", "string", d.at("placement").dump(), "spread | compact",
+                    "where runnable threads go when several hardware threads are free: spread "
+                    "= round-robin over sockets, physical cores before SMT siblings (Linux-like); "
+                    "compact = fill socket 0 first"});
+  for (const SimConfig::ParamInfo& p : SimConfig::param_info()) {
+    const nlohmann::json& v = d.at(p.name);
+    const std::string type = v.is_number_integer() || v.is_number_unsigned() ? "int" : "number";
+    e.rows.push_back({p.name, type, v.dump(), p.range + " " + p.unit, p.doc});
   }
   return e;
 }

@@ -4,8 +4,8 @@
 //
 // Platform policies (PROTOCOLS.md section 3, core/platform/emulated.h): platform.atomics
 // ("native" | "emulated") x platform.spinlocks ("native" | "semaphore") pick one of four
-// platforms; native/native is ThreadsPlatform itself (no cost). Each combination instantiates
-// the strategy and WalCell once more (compile time: see core/platform/emulated.h).
+// platforms over ThreadsPlatform or SimPlatform; native/native is the base itself (no cost).
+// Each combination instantiates the strategy and WalCell once more per base (compile time).
 // Buffer initialisation (wal.buffer_init) is a runtime choice of the Wal: it travels as the
 // first of the arguments WalCell forwards to the Wal constructor (core/wal/wal.h).
 #pragma once
@@ -67,15 +67,9 @@ std::unique_ptr<CellRun> make_wal_cell(const CellSpec& spec, uint64_t seed, bool
   if (spec.platform.kind == "threads")
     return make_cell_detail::make_with_policies<ThreadsPlatform, Strategy>(
         spec, seed, private_streams, strategy_args...);
-  if (spec.platform.kind == "sim") {
-    // The simulated machine models native primitives only (one instantiation per strategy).
-    if (spec.platform.atomics != "native" || spec.platform.spinlocks != "native")
-      throw std::invalid_argument(
-          "platform \"sim\" models native atomics and spinlocks only; emulation "
-          "(platform.atomics / platform.spinlocks) needs platform \"threads\"");
-    return make_cell_detail::make_on<SimPlatform, Strategy>(spec, seed, private_streams,
-                                                            strategy_args...);
-  }
+  if (spec.platform.kind == "sim")  // emulation on the sim: per-simulation pools (emulated.h)
+    return make_cell_detail::make_with_policies<SimPlatform, Strategy>(
+        spec, seed, private_streams, strategy_args...);
   throw std::invalid_argument("platform \"" + spec.platform.kind + "\" is not implemented");
 }
 

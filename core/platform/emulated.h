@@ -28,8 +28,25 @@
 //     (spins_per_delay tries, then 1 ms.. sleeps) stays. Without kSemaphoreSpinlocks the slock_t
 //     stays TasSpinLockWord<Base>: the *native* TAS, even when atomics are emulated
 //     (PostgreSQL's slock_t never goes through pg_atomic_*).
-//   The four combinations are what make_cell.h dispatches to; native/native is Base itself
-//   (ThreadsPlatform), not EmulatedPlatform<Base, false, false>, so it costs nothing.
+//   The four combinations are what make_cell.h dispatches to, on both platforms; native/native
+//   is Base itself (ThreadsPlatform, SimPlatform), not EmulatedPlatform<Base, false, false>, so
+//   it costs nothing. Sim-only extras of Base (crc_work, storage_write, storage_sync) are
+//   forwarded, and EmulatedPlatform<SimPlatform, ...> runs in virtual time like its Base.
+//
+//   ON THE SIM (Base runs in virtual time): the pools are per simulation, not per process
+//   (SimPools below, kept in Simulation::layer_state), so simulations on different OS threads
+//   (`walbench run -j N`) share nothing and every simulation starts from fresh pools. Pool
+//   entries are assigned round-robin in first-use order within the simulation, for spinlocks
+//   (PostgreSQL: round-robin at SpinLockInit) and for atomics alike (not by address: addresses
+//   differ between runs, first-use order does not), so a run is a pure function of its seed.
+//   The pool locks' s_lock state (spins_per_delay, the backoff's random draws) is per fiber,
+//   i.e. per simulated backend. Spin loops on semaphores execute no PAUSE: each failed trylock
+//   charges SimConfig::semaphore_trylock_ns (SimPlatform::spin_no_pause) and parks like any
+//   spinner. Semaphore costs are those of the line the sem_t lives on: trylock = load + CAS
+//   (lock cmpxchg), post = lock xadd, no system call (no waiter ever sleeps on them).
+//   Outside a simulation (model construction, the end-of-run flush, Simulation::Uncharged) the
+//   model is single-threaded: emulated atomics skip their pool lock, and a semaphore spinlock
+//   keeps a plain held flag.
 //
 //   PgSemaphore: PostgreSQL's PGSemaphore on Linux is an unnamed POSIX sem_t (since PG 10), and
 //   what PGSemaphoreTryLock / PGSemaphoreUnlock cost is glibc's: sem_trywait loads the value and
@@ -52,19 +69,19 @@
 //   - The pool lock's s_lock backoff keeps its spins_per_delay per OS thread (one thread per
 //     client on threads) instead of in the client's LockLocal (an atomic operation has no Proc),
 //     and does not publish a wait event or count statistics while it sleeps.
-//   - Pools are process-wide (PostgreSQL's live in one cluster's shared memory), and the
-//     round-robin counter is never reset. A cell creates far fewer than 128 spinlocks, so its
-//     spinlocks get distinct semaphores whatever ran before: results do not depend on history.
-//     Not safe for several SimPlatform simulations on different OS threads (not wired: sim
-//     cells use native primitives only).
+//   - On threads, pools are process-wide (PostgreSQL's live in one cluster's shared memory),
+//     and the round-robin counter is never reset. A cell creates far fewer than 128 spinlocks,
+//     so its spinlocks get distinct semaphores whatever ran before. On the sim they are per
+//     simulation (see ON THE SIM) and assigned in first-use order, not at construction.
 //
-// SHARED STATE (process-wide, per Base)
+// SHARED STATE (threads: process-wide, per Base; sim: the same sets in each simulation's SimPools)
 //   spinlock_semaphores()   128 PgSemaphores, count 1 = free / 0 = taken; moved only by the
 //                           TAS (try_wait) of a SemaphoreSpinLockWord and the holder's post.
 //   atomics_semaphores()    64 PgSemaphores, the same, for AtomicsPoolLock (semaphores).
 //   atomics_tas_locks()     64 TasSpinLockWord<Base>, for AtomicsPoolLock (native TAS).
 //   EmulatedAtomic::v_      Base::Atomic<T>: written only with its pool lock held; read by anyone.
-//   Round-robin counter     std::atomic (construction-time bookkeeping, not modelled memory).
+//   Round-robin counter     std::atomic (construction-time bookkeeping, not modelled memory);
+//                           on the sim SimPools' first-use maps (plain: one OS thread).
 //
 // INVARIANTS (tests cite them)
 //   EA1 Every write, exchange, CAS and fetch-op of an EmulatedAtomic happens with the atomic's
@@ -94,8 +111,12 @@
 #include <cstdlib>
 #include <type_traits>
 
+#include <unordered_map>
+#include <vector>
+
 #include "core/locks/spinlock.h"
 #include "core/platform/platform.h"
+#include "core/platform/sim.h"
 #include "core/proc.h"
 
 namespace walbench {
@@ -168,9 +189,8 @@ inline thread_local PoolSpinLocal tl_pool_spin;
 // S_LOCK on a pool word without a Proc: TAS, else s_lock(): TAS_SPIN + perform_spin_delay with
 // PostgreSQL's constants, then finish_spin_delay. Aborts after NUM_DELAYS sleeps (stuck).
 template <class Base, class Word>
-void pool_lock(Word& w) {
+void pool_lock(Word& w, PoolSpinLocal& local) {
   if (w.tas() == 0) return;  // EA1
-  PoolSpinLocal& local = tl_pool_spin;
   int32_t spins = 0;
   uint32_t delays = 0;
   uint64_t cur_delay_us = 0;
@@ -217,62 +237,179 @@ emulation_detail::Padded<TasSpinLockWord<Base>>* atomics_tas_locks() {
   return locks;
 }
 
+namespace emulation_detail {
+
+template <class Base>
+inline constexpr bool kSimBase = runs_in_virtual_time<Base>();
+
+// A spin step on a semaphore: SPIN_DELAY() is a no-op without HAVE_SPINLOCKS; on the sim the
+// loop's own instructions are charged instead (SimPlatform::spin_no_pause).
+template <class Base>
+void no_pause_delay() {
+  if constexpr (requires { Base::spin_no_pause(); }) Base::spin_no_pause();
+}
+
+// One simulation's pools (see ON THE SIM in the header comment). Made on first use by
+// sim_pools(), under Simulation::Uncharged (the free counts are set up, not modelled).
+template <class Base>
+struct SimPools {
+  SemaphoreSet<Base, kNumSpinlockSemaphores> spinlock_sems;
+  SemaphoreSet<Base, kNumAtomicsSemaphores> atomics_sems;
+  Padded<TasSpinLockWord<Base>> atomics_tas[kNumAtomicsLocks];
+  // First-use round-robin assignment (lookups only: no result depends on the map's order).
+  std::unordered_map<const void*, uint32_t> spinlock_slot, atomic_slot;
+  uint32_t next_spinlock = 0, next_atomic = 0;
+  std::vector<PoolSpinLocal> spin_local;  // per fiber; the last entry outside fibers
+
+  uint32_t spinlock_index(const void* word) {
+    auto [it, fresh] = spinlock_slot.try_emplace(word, next_spinlock);
+    if (fresh) next_spinlock = (next_spinlock + 1) % kNumSpinlockSemaphores;
+    return it->second;
+  }
+  uint32_t atomic_index(const void* atomic) {
+    auto [it, fresh] = atomic_slot.try_emplace(atomic, next_atomic);
+    if (fresh) next_atomic = (next_atomic + 1) % kNumAtomicsLocks;
+    return it->second;
+  }
+  PoolSpinLocal& local(const Simulation& sim) {
+    const size_t f = sim.current_fiber();
+    const size_t i = f == Simulation::kNoFiber ? sim.num_fibers() : f;
+    if (spin_local.size() <= i) {
+      const size_t old = spin_local.size();
+      spin_local.resize(std::max(i + 1, sim.num_fibers() + 1));
+      for (size_t k = old; k < spin_local.size(); ++k)  // distinct, seed-derived draws per fiber
+        spin_local[k].rng ^= (sim.seed() + 1) * 0xD1B54A32D192ED03ULL + k * 0x9E3779B97F4A7C15ULL;
+    }
+    return spin_local[i];
+  }
+};
+
+template <class Base>
+SimPools<Base>& sim_pools(Simulation& sim) {
+  Simulation::Uncharged plain;
+  return sim.layer_state<SimPools<Base>>();
+}
+
+}  // namespace emulation_detail
+
 // slock_t with --disable-spinlocks: an index into the 128 spinlock semaphores (s_init_lock_sema
 // assigns them round-robin, so unrelated spinlocks share one).
+// On the sim the semaphore is the simulation's (first-use round-robin), and outside a
+// simulation a plain flag stands in for it (see ON THE SIM).
 template <class Base>
 class SemaphoreSpinLockWord {
+  static constexpr bool kSim = emulation_detail::kSimBase<Base>;
+
  public:
-  SemaphoreSpinLockWord() : index_(next_index()) {}
+  SemaphoreSpinLockWord() : index_(kSim ? 0 : next_index()) {}
   SemaphoreSpinLockWord(const SemaphoreSpinLockWord&) = delete;
   SemaphoreSpinLockWord& operator=(const SemaphoreSpinLockWord&) = delete;
 
-  uint32_t tas() { return sem().try_wait() ? 0 : 1; }  // tas_sema: PGSemaphoreTryLock; EA4
-  uint32_t tas_spin() { return tas(); }                // TAS_SPIN defaults to TAS
-  void unlock() { sem().post(); }                      // s_unlock_sema: PGSemaphoreUnlock
+  uint32_t tas() {  // tas_sema: PGSemaphoreTryLock; EA4
+    PgSemaphore<Base>* s = sem();
+    if (s != nullptr) return s->try_wait() ? 0 : 1;
+    if (held_outside_) return 1;
+    held_outside_ = true;
+    return 0;
+  }
+  uint32_t tas_spin() { return tas(); }  // TAS_SPIN defaults to TAS
+  void unlock() {                        // s_unlock_sema: PGSemaphoreUnlock
+    if (PgSemaphore<Base>* s = sem()) s->post();
+    else held_outside_ = false;
+  }
   // For asserts only: true if the semaphore is taken (by this lock or one sharing it). A free
   // semaphore is taken and given back at once.
   bool is_locked() const {
-    if (!sem().try_wait()) return true;
-    sem().post();
+    PgSemaphore<Base>* s = sem();
+    if (s == nullptr) return held_outside_;
+    if (!s->try_wait()) return true;
+    s->post();
     return false;
   }
-  static void delay() {}  // SPIN_DELAY() is a no-op without HAVE_SPINLOCKS
-  uint32_t index() const { return index_; }
+  // SPIN_DELAY() is a no-op without HAVE_SPINLOCKS (the sim charges the loop: no_pause_delay).
+  static void delay() { emulation_detail::no_pause_delay<Base>(); }
+  // The semaphore's index (threads: assigned at construction; sim: in the running simulation).
+  uint32_t index() const {
+    if constexpr (kSim) {
+      if (Simulation* sim = Simulation::current())
+        return emulation_detail::sim_pools<Base>(*sim).spinlock_index(this);
+    }
+    return index_;
+  }
 
  private:
   static uint32_t next_index() {
     static std::atomic<uint32_t> counter{0};
     return counter.fetch_add(1, std::memory_order_relaxed) % kNumSpinlockSemaphores;
   }
-  PgSemaphore<Base>& sem() const { return spinlock_semaphores<Base>()[index_]; }
+  // nullptr: outside a simulation on the sim.
+  PgSemaphore<Base>* sem() const {
+    if constexpr (kSim) {
+      Simulation* sim = Simulation::current();
+      if (sim == nullptr) return nullptr;
+      auto& pools = emulation_detail::sim_pools<Base>(*sim);
+      return &pools.spinlock_sems[pools.spinlock_index(this)];
+    } else {
+      return &spinlock_semaphores<Base>()[index_];
+    }
+  }
   const uint32_t index_;
+  bool held_outside_ = false;  // sim, outside a simulation only (single-threaded there)
 };
 
 // The spinlock behind an emulated atomic: chosen from a pool of 64 by the atomic's address.
+// (On the sim: the simulation's pools, first-use round-robin; no lock outside a simulation.)
 template <class Base, bool kSemaphores>
 struct AtomicsPoolLock {
+  static constexpr bool kSim = emulation_detail::kSimBase<Base>;
   // A semaphore of the atomics set (disjoint from the spinlock set: EA3), used as a slock_t.
   struct SemWord {
     PgSemaphore<Base>* s;
     uint32_t tas() { return s->try_wait() ? 0 : 1; }
     uint32_t tas_spin() { return tas(); }
-    static void delay() {}
+    static void delay() { emulation_detail::no_pause_delay<Base>(); }
   };
   static void lock(const void* atomic) {
-    const uint32_t i = emulation_detail::pool_index(atomic);
-    if constexpr (kSemaphores) {
-      SemWord w{&atomics_semaphores<Base>()[i]};
-      emulation_detail::pool_lock<Base>(w);
+    if constexpr (kSim) {
+      Simulation* sim = Simulation::current();
+      if (sim == nullptr) return;  // single-threaded outside a simulation
+      auto& pools = emulation_detail::sim_pools<Base>(*sim);
+      const uint32_t i = pools.atomic_index(atomic);
+      emulation_detail::PoolSpinLocal& local = pools.local(*sim);
+      if constexpr (kSemaphores) {
+        SemWord w{&pools.atomics_sems[i]};
+        emulation_detail::pool_lock<Base>(w, local);
+      } else {
+        emulation_detail::pool_lock<Base>(pools.atomics_tas[i].value, local);
+      }
     } else {
-      emulation_detail::pool_lock<Base>(atomics_tas_locks<Base>()[i].value);
+      const uint32_t i = emulation_detail::pool_index(atomic);
+      if constexpr (kSemaphores) {
+        SemWord w{&atomics_semaphores<Base>()[i]};
+        emulation_detail::pool_lock<Base>(w, emulation_detail::tl_pool_spin);
+      } else {
+        emulation_detail::pool_lock<Base>(atomics_tas_locks<Base>()[i].value,
+                                          emulation_detail::tl_pool_spin);
+      }
     }
   }
   static void unlock(const void* atomic) {
-    const uint32_t i = emulation_detail::pool_index(atomic);
-    if constexpr (kSemaphores)
-      atomics_semaphores<Base>()[i].post();
-    else
-      atomics_tas_locks<Base>()[i].value.unlock();
+    if constexpr (kSim) {
+      Simulation* sim = Simulation::current();
+      if (sim == nullptr) return;
+      auto& pools = emulation_detail::sim_pools<Base>(*sim);
+      const uint32_t i = pools.atomic_index(atomic);
+      if constexpr (kSemaphores)
+        pools.atomics_sems[i].post();
+      else
+        pools.atomics_tas[i].value.unlock();
+    } else {
+      const uint32_t i = emulation_detail::pool_index(atomic);
+      if constexpr (kSemaphores)
+        atomics_semaphores<Base>()[i].post();
+      else
+        atomics_tas_locks<Base>()[i].value.unlock();
+    }
   }
 };
 
@@ -346,6 +483,8 @@ struct EmulatedPlatform {
   using SpinLockWord = std::conditional_t<kSemaphoreSpinlocks, SemaphoreSpinLockWord<Base>,
                                           TasSpinLockWord<Base>>;
 
+  static constexpr bool kVirtualTime = runs_in_virtual_time<Base>();  // platform.h
+
   static uint64_t now_ns() { return Base::now_ns(); }
   static void work(uint64_t ns) { Base::work(ns); }
   static void copy(void* dst, const void* src, size_t n) { Base::copy(dst, src, n); }
@@ -353,6 +492,23 @@ struct EmulatedPlatform {
   static void sleep_ns(uint64_t ns) { Base::sleep_ns(ns); }
   static void spin_delay() { Base::spin_delay(); }  // pg_spin_delay(): still PAUSE
   static void memory_barrier() { Base::memory_barrier(); }
+
+  // Sim-only extras of Base (core/platform/platform.h charge_*), forwarded when Base has them.
+  static void crc_work(size_t n)
+    requires requires(size_t k) { Base::crc_work(k); }
+  {
+    Base::crc_work(n);
+  }
+  static void storage_write(size_t n)
+    requires requires(size_t k) { Base::storage_write(k); }
+  {
+    Base::storage_write(n);
+  }
+  static void storage_sync()
+    requires requires { Base::storage_sync(); }
+  {
+    Base::storage_sync();
+  }
 };
 
 }  // namespace walbench

@@ -1,6 +1,7 @@
 // Tests for core/platform/emulated.h: the --disable-atomics / --disable-spinlocks emulations on
-// top of the threads platform, with more threads than cores. Invariants EA1-EA4 are cited where
-// a test checks them. Catch2 assertions run on the main thread only.
+// top of the threads platform, with more threads than cores, and on the simulated platform
+// (exact, deterministic, per-simulation pools). Invariants EA1-EA4 are cited where a test checks
+// them. Catch2 assertions run on the main thread only.
 #include "core/platform/emulated.h"
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 
 #include "core/locks/lwlock.h"
 #include "core/locks/spinlock.h"
+#include "core/platform/sim.h"
 #include "core/platform/threads.h"
 #include "core/proc.h"
 
@@ -253,6 +255,198 @@ TEST_CASE("semaphore pools are balanced after contended use", "[emulation]") {
     CHECK_FALSE(s.try_wait());
     s.post();
   }
+}
+
+// ---- On the simulated platform ------------------------------------------------------------------
+
+namespace {
+
+using SimEmuAtomics = EmulatedPlatform<SimPlatform, true, false>;
+using SimEmuSpinlocks = EmulatedPlatform<SimPlatform, false, true>;
+using SimEmuBoth = EmulatedPlatform<SimPlatform, true, true>;
+static_assert(Platform<SimEmuAtomics> && Platform<SimEmuSpinlocks> && Platform<SimEmuBoth>);
+static_assert(runs_in_virtual_time<SimEmuBoth>() && !runs_in_virtual_time<EmuBoth>());
+static_assert(std::is_same_v<SpinLockWordT<SimEmuSpinlocks>, SemaphoreSpinLockWord<SimPlatform>>);
+
+// What a contended simulation did: exact totals and where virtual time ended.
+struct SimResult {
+  uint64_t counter = 0, atomic_total = 0, cas_total = 0, end_ns = 0, shared_ops = 0;
+  bool finished = false;
+  bool operator==(const SimResult&) const = default;
+};
+
+// The shared objects of contended_sim, each on its own line: which objects share a line must
+// not depend on where the heap or the stack put them (sim.h, DETERMINISM RULES).
+template <class P>
+struct ContendedState {
+  explicit ContendedState(SpinDelayParams sp) : lock(WaitEvent::kTestLock, sp) {}
+  alignas(64) SpinLock<P> lock;
+  alignas(64) typename P::template Shared<uint64_t> counter{0};
+  alignas(64) typename P::template Atomic<uint64_t> atomics[4];
+  alignas(64) typename P::template Atomic<uint64_t> cas{0};
+};
+
+// 16 fibers on 4 simulated cores, each 200 times: a spinlock-protected counter (s_lock with
+// PostgreSQL's backoff and sleeps), a fetch_add, a CAS loop, a little work between.
+template <class P>
+SimResult contended_sim(uint64_t seed) {
+  constexpr uint32_t kFibers = 16;
+  constexpr int kIters = 200;
+  ProcTable<P> procs(kFibers, seed);
+  auto st = std::make_unique<ContendedState<P>>(SpinDelayParams{});
+  SimConfig cfg;
+  cfg.cores = 4;
+  cfg.sockets = 2;
+  Simulation sim(cfg, seed);
+  for (uint32_t i = 0; i < kFibers; ++i)
+    sim.spawn([&, i] {
+      for (int k = 0; k < kIters; ++k) {
+        st->lock.acquire(procs[static_cast<int32_t>(i)]);
+        st->counter.set(st->counter.get() + 1);
+        P::work(50);
+        st->lock.release();
+        st->atomics[k % 4].fetch_add(1);
+        uint64_t cur = st->cas.load();
+        while (!st->cas.compare_exchange(cur, cur + 1)) {
+        }
+        P::work(100);
+      }
+    }, "f" + std::to_string(i));
+  const SimOutcome o = sim.run();
+  SimResult r;
+  r.finished = o.finished();
+  r.counter = st->counter.get();
+  for (int k = 0; k < 4; ++k) r.atomic_total += st->atomics[k].load();
+  r.cas_total = st->cas.load();
+  r.end_ns = o.now_ns;
+  r.shared_ops = o.counters.shared_ops;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("emulated primitives on the sim: exact, deterministic, dearer than native",
+          "[emulation][sim]") {
+  constexpr uint64_t kTotal = 16 * 200;
+  const SimResult native = contended_sim<SimPlatform>(3);
+  REQUIRE(native.finished);
+  CHECK(native.counter == kTotal);
+  auto check = [&](const SimResult& r, const SimResult& again, const char* what) {
+    INFO(what << ": end " << r.end_ns << " ns, native " << native.end_ns << " ns");
+    REQUIRE(r.finished);
+    CHECK(r.counter == kTotal);  // S1 on semaphores
+    CHECK(r.atomic_total == kTotal);  // EA1
+    CHECK(r.cas_total == kTotal);
+    CHECK(r == again);  // same seed, same numbers
+    CHECK(r.shared_ops > native.shared_ops);
+  };
+  // (Which one ends first under this much contention is chaotic; the cost of each emulation is
+  // checked without contention below.)
+  check(contended_sim<SimEmuAtomics>(3), contended_sim<SimEmuAtomics>(3), "emulated atomics");
+  check(contended_sim<SimEmuSpinlocks>(3), contended_sim<SimEmuSpinlocks>(3), "semaphore spinlocks");
+  check(contended_sim<SimEmuBoth>(3), contended_sim<SimEmuBoth>(3), "both");
+}
+
+// A spinlock handed from core to core without contention: 8 fibers on 8 cores (2 sockets),
+// each taking it every 2 us. Returns the virtual time all of them needed.
+template <class P>
+uint64_t handoff_sim() {
+  ProcTable<P> procs(8, 1);
+  auto st = std::make_unique<ContendedState<P>>(SpinDelayParams{});
+  SimConfig cfg;
+  cfg.cores = 8;
+  cfg.sockets = 2;
+  Simulation sim(cfg, 1);
+  for (uint32_t i = 0; i < 8; ++i)
+    sim.spawn([&, i] {
+      P::work(250 * i);  // staggered: one at a time
+      for (int k = 0; k < 100; ++k) {
+        st->lock.acquire(procs[static_cast<int32_t>(i)]);
+        st->counter.set(st->counter.get() + 1);
+        st->lock.release();
+        st->atomics[0].fetch_add(1);  // emulated: under a pool lock
+        P::work(2000);
+      }
+    }, "f" + std::to_string(i));
+  const SimOutcome o = sim.run();
+  REQUIRE(o.finished());
+  REQUIRE(st->counter.get() == 800);
+  return o.now_ns;
+}
+
+TEST_CASE("emulations on the sim cost more than native: a trylock is a load and a CAS",
+          "[emulation][sim]") {
+  // Natively a handoff is one lock xchg that pulls the line over; sem_trywait first loads the
+  // count (pulling a shared copy) and then CASes it (invalidating the releaser's copy): two
+  // transfers. Under heavy contention the semaphore version may be the faster one in the model
+  // (its spinners execute no PAUSE, so they notice a release sooner) until its short spin
+  // budget runs out and s_lock sleeps 1 ms.
+  // Emulated atomics: each fetch_add also takes and frees a pool lock (two more line accesses).
+  const uint64_t native = handoff_sim<SimPlatform>();
+  const uint64_t sema = handoff_sim<SimEmuSpinlocks>();
+  const uint64_t atomics = handoff_sim<SimEmuAtomics>();
+  const uint64_t both = handoff_sim<SimEmuBoth>();
+  INFO("native " << native << " ns, semaphores " << sema << " ns, emulated atomics " << atomics
+                 << " ns, both " << both << " ns");
+  CHECK(sema > native);
+  CHECK(atomics > native);
+  CHECK(both > native);
+  CHECK(handoff_sim<SimEmuSpinlocks>() == sema);
+}
+
+TEST_CASE("emulated primitives on the sim: pools are per simulation", "[emulation][sim]") {
+  // `walbench run -j N` runs simulations on N OS threads at once: each must see pools of its
+  // own (a shared pool would let one simulation's holder block the other's trylock, and the
+  // round-robin assignment would depend on the other's history). Two at once on two threads,
+  // several times, give exactly what one alone gives.
+  const SimResult alone = contended_sim<SimEmuBoth>(5);
+  for (int round = 0; round < 3; ++round) {
+    SimResult a, b;
+    std::thread ta([&] { a = contended_sim<SimEmuBoth>(5); });
+    std::thread tb([&] { b = contended_sim<SimEmuBoth>(5); });
+    ta.join();
+    tb.join();
+    CHECK(a == alone);
+    CHECK(b == alone);
+  }
+  // History on one OS thread does not leak either: a different run in between changes nothing.
+  (void)contended_sim<SimEmuSpinlocks>(9);
+  CHECK(contended_sim<SimEmuBoth>(5) == alone);
+}
+
+TEST_CASE("semaphore spinlocks on the sim: first-use round-robin, plain outside a simulation",
+          "[emulation][sim]") {
+  using P = SimEmuSpinlocks;
+  ProcTable<P> procs(2, 1);
+  std::vector<std::unique_ptr<SpinLock<P>>> locks;
+  for (uint32_t i = 0; i <= kNumSpinlockSemaphores; ++i)
+    locks.push_back(std::make_unique<SpinLock<P>>(WaitEvent::kTestLock, fast_spin()));
+  // Outside a simulation: a plain flag, no pool.
+  REQUIRE(locks[0]->try_acquire(procs[0]));
+  CHECK(locks[0]->is_locked());
+  CHECK_FALSE(locks[0]->try_acquire(procs[1]));
+  locks[0]->release();
+  CHECK_FALSE(locks[0]->is_locked());
+  // Inside: semaphores in first-use order; the 129th lock used shares the first one's.
+  Simulation sim(SimConfig{}, 1);
+  bool shared = false, distinct = false;
+  sim.spawn([&] {
+    for (auto& l : locks) {
+      REQUIRE(l->try_acquire(procs[0]));
+      l->release();
+    }
+    REQUIRE(locks[5]->try_acquire(procs[0]));  // first used 6th: semaphore 5
+    shared = true;
+    for (uint32_t i = 0; i <= kNumSpinlockSemaphores; ++i)
+      if (i != 5 && locks[i]->is_locked()) shared = false;  // nobody else on semaphore 5
+    locks[5]->release();
+    REQUIRE(locks[0]->try_acquire(procs[0]));
+    distinct = locks[kNumSpinlockSemaphores]->is_locked() && !locks[1]->is_locked();
+    locks[0]->release();
+  }, "f");
+  REQUIRE(sim.run().finished());
+  CHECK(shared);
+  CHECK(distinct);  // lock 128 shares semaphore 0 with lock 0 (EA4), lock 1 does not
 }
 
 }  // namespace walbench

@@ -94,11 +94,13 @@ concept Platform = requires(typename P::template Atomic<uint64_t>& a,
   { P::name } -> std::convertible_to<const char*>;
 };
 
-// A platform whose clients run as fibers in virtual time (P::name == "sim"): the model must not
+// A platform whose clients run as fibers in virtual time (P::name == "sim", or a layer over it
+// that says so with P::kVirtualTime, e.g. EmulatedPlatform<SimPlatform, ...>): the model must not
 // start OS threads of its own, and the harness drives its repetitions (CellRun::drive).
 template <class P>
 constexpr bool runs_in_virtual_time() {
-  return std::string_view(P::name) == "sim";
+  if constexpr (requires { P::kVirtualTime; }) return P::kVirtualTime;
+  else return std::string_view(P::name) == "sim";
 }
 
 // Work the real code does without a P operation (the CRC of a record's payload) is charged to

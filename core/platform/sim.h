@@ -60,8 +60,12 @@
 //   Work: P::work(ns) advances the clock; P::copy(dst, src, n) really copies and charges
 //   n / copy_bytes_per_ns, or more if the machine-wide memory bandwidth is exhausted (one shared
 //   FIFO bandwidth server). Both are stretched by smt_work_factor while an SMT sibling is busy.
-//   SimPlatform::crc_work(n) charges a CRC of n bytes; storage_write / storage_sync model a
-//   device (FIFO, write bandwidth, fsync latency).
+//   SimPlatform::crc_work(n) charges a CRC of n bytes; storage_write / storage_sync model the
+//   page cache and a device (sim_storage.cc): a pwrite copies into the page cache on the
+//   caller's CPU (syscall_ns + n / page_cache_write_bytes_per_ns), concurrent pwrites share a
+//   page-cache bandwidth server (page_cache_bytes_per_ns) and writers to one file serialise on
+//   its inode lock; fdatasync waits for the device (FIFO, write bandwidth that may fluctuate
+//   per period, fsync latency) with its CPU released.
 //
 // RANGES (sim_ranges.cc: WAL page bytes, P::touch_range)
 //   WAL page bytes are plain memory, not P objects; P::touch_range(p, n, kind) charges their
@@ -218,6 +222,11 @@ struct SimConfig {
                                       // futex wake-to-run of the same measurements (no deep
                                       // C-states; those add 10-100 us: calibrate measures it)
   uint64_t semaphore_post_ns = 500;   // the poster's futex_wake syscall when there is a waiter
+  uint64_t semaphore_trylock_ns = 5;  // one failed PGSemaphoreTryLock in a spin loop beyond its
+                                      // load: glibc sem_trywait's call, errno = EAGAIN and
+                                      // PostgreSQL's EINTR/EAGAIN checks, ~15-20 instructions
+                                      // (~5 ns at 3.5 GHz); replaces pause_ns in the spin loops
+                                      // of --disable-spinlocks (SPIN_DELAY() is a no-op there)
   uint64_t sleep_slack_ns = 50000;    // nanosleep overshoot: default timer_slack_ns = 50 us
                                       // (prctl(2) PR_SET_TIMERSLACK)
   double wake_jitter = 0.2;           // semaphore wake and sleep slack are scaled by a factor
@@ -235,11 +244,28 @@ struct SimConfig {
   double smt_work_factor = 1.6;               // work and copy take this much longer while the SMT
                                               // sibling is busy (two threads ~1.25x one core)
 
-  // --- storage (a modelled device: FIFO queue) ---------------------------------------------
+  // --- storage: page cache (pwrite) and a modelled device (FIFO queue) ----------------------
+  // A pwrite copies into the page cache on the caller's CPU. One writer goes at
+  // page_cache_write_bytes_per_ns (0: at copy_bytes_per_ns, the model before page-cache
+  // contention existed). Concurrent writers share page_cache_bytes_per_ns (a FIFO bandwidth
+  // server: page allocation, LRU and dirty accounting are machine-wide) and the memory-bandwidth
+  // server; writers to one file also serialise on its inode lock (i_rwsem, taken exclusive by
+  // buffered writes on ext4 (ext4_buffered_write_iter: inode_lock) and XFS
+  // (xfs_file_buffered_write: XFS_IOLOCK_EXCL)), when the caller names the file.
+  double page_cache_write_bytes_per_ns = 0;  // one writer's buffered-write rate; 0 = copy rate
+  double page_cache_bytes_per_ns = 0;        // all writers together; 0 = no shared cap (the
+                                             // model before concurrent writers were modelled)
   double storage_write_bytes_per_ns = 2;  // datacenter NVMe sequential write ~2 GB/s
   uint64_t fsync_ns = 50000;              // fdatasync on NVMe with power-loss protection,
                                           // order of magnitude (pg_test_fsync; calibrate)
   uint64_t syscall_ns = 500;              // pwrite / fdatasync entry and exit
+  // Fluctuating device (off by default): the device's write bandwidth in each period of
+  // storage_fluctuation_period_ns is storage_write_bytes_per_ns x (1 + f x u), u uniform in
+  // [-1, 1] drawn from (seed, period number): deterministic, independent of the order of events.
+  // For NVMe drives whose throughput swings under sustained writes (SLC cache, garbage
+  // collection), like the 176-core table's (reference/README.md).
+  double storage_fluctuation = 0;                 // f in [0, 1); 0 = constant bandwidth
+  uint64_t storage_fluctuation_period_ns = 10000000;  // 10 ms per bandwidth level
 
   // --- simulator -------------------------------------------------------------------------------
   uint32_t stack_kib = 256;  // per fiber; mmap'ed with a guard page, touched pages only
@@ -277,6 +303,15 @@ struct SimConfig {
   // Every key a sim platform object may hold ("kind", "preset", "preset_file", "placement" and
   // the fields).
   static std::vector<std::string> json_keys();
+  // Every numeric parameter with its unit, allowed range and a one-line doc: the one table that
+  // validate() checks and `walbench list platforms` prints (sim_config.cc, kParams).
+  struct ParamInfo {
+    std::string name;
+    std::string unit;   // "ns", "bytes/ns (GB/s)", "cores", ...
+    std::string range;  // as validate() enforces it: "1..4096", "> 0", "0..1 (1 excluded)"
+    std::string doc;    // one line
+  };
+  static std::vector<ParamInfo> param_info();
   // Storage models: "nvme" (the defaults), "tmpfs" (page cache only: memcpy bandwidth, no
   // device latency). Throws std::invalid_argument.
   void set_storage(const std::string& name);
@@ -396,6 +431,19 @@ class Simulation {
     Simulation* saved_;
   };
 
+  // Per-simulation state of a platform layer built over SimPlatform (core/platform/emulated.h
+  // keeps its semaphore pools here): one T per Simulation, value-initialised on first use and
+  // destroyed with the Simulation, so that simulations on different OS threads share none of it
+  // and each starts from a fresh one (determinism with `walbench run -j N`).
+  template <class T>
+  T& layer_state() {
+    for (Layer& l : layers_)
+      if (l.key == &layer_key<T>) return *static_cast<T*>(l.state.get());
+    T* t = new T();
+    layers_.push_back(Layer{&layer_key<T>, LayerPtr(t, [](void* q) { delete static_cast<T*>(q); })});
+    return *t;
+  }
+
   // ---- Internal interface of SimPlatform (public for the templates below; not for users) ----
   // kWrite: a seq_cst store (drains the store buffer, pays the transfer); kBufferedWrite: a
   // plain store through the store buffer (COST MODEL).
@@ -413,9 +461,10 @@ class Simulation {
   void op_copy(size_t n);
   void op_sleep(uint64_t ns);
   void op_spin_delay();
+  void op_spin_no_pause();
   void op_fence();
   void op_crc(size_t n);
-  void op_storage_write(size_t n);
+  void op_storage_write(size_t n, const void* file);
   void op_storage_sync();
   static inline constinit thread_local Simulation* tl_sim_ = nullptr;
 
@@ -535,6 +584,8 @@ class Simulation {
   double bus_free_ = 0;       // memory-bandwidth server
   uint64_t device_free_ = 0;  // storage device FIFO
   uint64_t device_pending_ = 0;
+  double page_cache_free_ = 0;  // page-cache bandwidth server (page_cache_bytes_per_ns)
+  std::vector<std::pair<const void*, uint64_t>> inode_free_;  // file -> its i_rwsem is free at
 
   std::vector<Line> lines_;
   std::vector<uint64_t> holders_;  // lines_.size() * words_
@@ -553,6 +604,15 @@ class Simulation {
   const void* sched_stack_lo_ = nullptr;
   size_t sched_stack_size_ = 0;
   void* sched_fake_stack_ = nullptr;
+
+  using LayerPtr = std::unique_ptr<void, void (*)(void*)>;
+  struct Layer {
+    const void* key;
+    LayerPtr state;
+  };
+  template <class T>
+  static inline const char layer_key = 0;
+  std::vector<Layer> layers_;  // layer_state()
 
   friend struct SimStackAlloc;
 };
@@ -850,11 +910,19 @@ struct SimPlatform {
   static void crc_work(size_t n) {
     if (Simulation* s = Simulation::tl_sim_) s->op_crc(n);
   }
+  // One iteration of a spin loop that executes no PAUSE (PostgreSQL's --disable-spinlocks: a
+  // failed PGSemaphoreTryLock, SPIN_DELAY() a no-op): charges semaphore_trylock_ns instead of
+  // pause_ns; a spinner that keeps reading the same unchanged line parks like in spin_delay.
+  static void spin_no_pause() {
+    if (Simulation* s = Simulation::tl_sim_) s->op_spin_no_pause();
+  }
   // pwrite of n bytes to the modelled device's page cache: CPU (syscall + copy), core held.
-  static void storage_write(size_t n) {
+  // `file` names the file written (any address that identifies it): writes to one file
+  // serialise on its inode lock; nullptr = a file no other writer touches concurrently.
+  static void storage_write(size_t n, const void* file = nullptr) {
     if (Simulation* s = Simulation::tl_sim_) {
       s->drain_store_buffer();
-      s->op_storage_write(n);
+      s->op_storage_write(n, file);
     }
   }
   // fdatasync: blocks (CPU released) until the device wrote everything written so far.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -18,14 +19,93 @@ namespace walbench {
 // =============================================================================================
 namespace {
 
-// Every JSON key of SimConfig but "placement", "preset", "preset_file" and "kind".
-#define WALBENCH_SIM_FIELDS(X)                                                                   \
-  X(cores) X(sockets) X(cores_per_cluster) X(smt) X(line_hit_ns) X(same_cluster_transfer_ns)    \
-  X(same_socket_transfer_ns) X(cross_socket_transfer_ns) X(memory_ns) X(rmw_extra_ns)           \
-  X(fence_ns) X(pause_ns) X(spin_park_after) X(spin_park_max_ns) X(context_switch_ns)           \
-  X(time_slice_ns) X(semaphore_wake_ns) X(semaphore_post_ns) X(sleep_slack_ns) X(wake_jitter)   \
-  X(copy_bytes_per_ns) X(memory_bandwidth_bytes_per_ns) X(crc_bytes_per_ns) X(smt_work_factor) \
-  X(storage_write_bytes_per_ns) X(fsync_ns) X(syscall_ns) X(stack_kib)
+// THE PARAMETER TABLE: every JSON key of SimConfig but "placement", "preset", "preset_file" and
+// "kind", with its unit, allowed range and one-line doc. validate() enforces the ranges and
+// SimConfig::param_info() (`walbench list platforms`) prints them, so the two cannot drift.
+// Defaults and their sources: the struct in sim.h. X(field, unit, min, max, bound, doc);
+// bound kClosed: min <= v <= max; kMinOpen: min < v <= max; kMaxOpen: min <= v < max.
+#define WALBENCH_SIM_PARAMS(X)                                                                    \
+  X(cores, "cores", 1, 4096, kClosed, "physical cores, all sockets together")                     \
+  X(sockets, "sockets", 1, 4096, kClosed,                                                         \
+    "sockets; cores are numbered socket-major, so sockets must divide cores")                     \
+  X(cores_per_cluster, "cores", 0, 4096, kClosed,                                                 \
+    "cores sharing an L3 slice group (AMD CCX: 8); 0 = the whole socket is one cluster; must "   \
+    "divide a socket's cores")                                                                    \
+  X(smt, "threads per core", 1, 8, kClosed, "hardware threads per core (siblings share the L1)") \
+  X(line_hit_ns, "ns", 1, kInf, kClosed,                                                          \
+    "access to a line this core holds (L1 hit); >= 1 so that a load loop advances time")         \
+  X(same_cluster_transfer_ns, "ns", 0, kInf, kClosed,                                             \
+    "line transfer between cores of one cluster (only with cores_per_cluster > 0)")              \
+  X(same_socket_transfer_ns, "ns", 0, kInf, kClosed,                                              \
+    "line transfer between cores of one socket (core-to-core CAS latency)")                       \
+  X(cross_socket_transfer_ns, "ns", 0, kInf, kClosed, "line transfer between sockets")            \
+  X(memory_ns, "ns", 0, kInf, kClosed, "line in no cache: DRAM load-to-use latency")              \
+  X(rmw_extra_ns, "ns", 0, kInf, kClosed,                                                         \
+    "a locked instruction (LOCK XADD / CMPXCHG / XCHG) beyond its line access")                   \
+  X(fence_ns, "ns", 0, kInf, kClosed, "a full fence (MFENCE) with an empty store buffer")        \
+  X(pause_ns, "ns", 1, kInf, kClosed, "one PAUSE: SPIN_DELAY() in s_lock-style spin loops")      \
+  X(spin_park_after, "iterations", 0, kInf, kClosed,                                              \
+    "simulator speed, not the model: unchanged (load, spin delay) pairs before a spinner parks; " \
+    "0 = simulate every iteration")                                                               \
+  X(spin_park_max_ns, "ns", 1, kInf, kClosed,                                                     \
+    "a parked spinner replays at least this often (bounds how late its s_lock sleep frees the "  \
+    "CPU)")                                                                                       \
+  X(context_switch_ns, "ns", 0, kInf, kClosed, "dispatching a thread onto a CPU")                 \
+  X(time_slice_ns, "ns", 1, kInf, kClosed,                                                        \
+    "CPU time after which a thread is preempted if others wait in the run queue")                 \
+  X(semaphore_wake_ns, "ns", 0, kInf, kClosed,                                                    \
+    "semaphore post -> waiter runnable (IPI and wake-up; dispatch adds context_switch_ns)")       \
+  X(semaphore_post_ns, "ns", 0, kInf, kClosed,                                                    \
+    "the poster's futex_wake system call, paid only when a waiter sleeps")                        \
+  X(semaphore_trylock_ns, "ns", 0, kInf, kClosed,                                                 \
+    "one failed PGSemaphoreTryLock in a --disable-spinlocks spin loop beyond its load (call, "    \
+    "errno); replaces pause_ns there")                                                            \
+  X(sleep_slack_ns, "ns", 0, kInf, kClosed, "nanosleep overshoot (timer_slack_ns)")               \
+  X(wake_jitter, "fraction", 0, 1, kMaxOpen,                                                      \
+    "semaphore wake and sleep slack are scaled by U[1-j, 1+j], drawn from the seed")             \
+  X(copy_bytes_per_ns, "bytes/ns (= GB/s)", 0, kInf, kMinOpen, "one core's memcpy bandwidth")     \
+  X(memory_bandwidth_bytes_per_ns, "bytes/ns (= GB/s)", 0, kInf, kClosed,                         \
+    "machine-wide cap on bytes copied (a copied byte is read and written); 0 = no cap")          \
+  X(crc_bytes_per_ns, "bytes/ns (= GB/s)", 0, kInf, kMinOpen, "one core's CRC-32C speed")         \
+  X(smt_work_factor, "factor", 1, kInf, kClosed,                                                  \
+    "work and copies take this much longer while the SMT sibling is busy")                        \
+  X(page_cache_write_bytes_per_ns, "bytes/ns (= GB/s)", 0, kInf, kClosed,                         \
+    "one pwrite's rate into the page cache (copy, page allocation, dirtying); 0 = "               \
+    "copy_bytes_per_ns")                                                                          \
+  X(page_cache_bytes_per_ns, "bytes/ns (= GB/s)", 0, kInf, kClosed,                               \
+    "page-cache write bandwidth of all concurrent pwrites together (shared FIFO server); 0 = "    \
+    "no shared cap")                                                                              \
+  X(storage_write_bytes_per_ns, "bytes/ns (= GB/s)", 0, kInf, kClosed,                            \
+    "device write bandwidth, drained by fsync; 0 = instant")                                      \
+  X(fsync_ns, "ns", 0, kInf, kClosed, "fdatasync latency on top of the device transfer")         \
+  X(syscall_ns, "ns", 0, kInf, kClosed, "pwrite / fdatasync system call entry and exit")          \
+  X(storage_fluctuation, "fraction", 0, 1, kMaxOpen,                                              \
+    "device bandwidth x (1 + f x U[-1, 1]) per period, drawn from the seed; 0 = constant")        \
+  X(storage_fluctuation_period_ns, "ns", 1, kInf, kClosed,                                        \
+    "how long one fluctuating bandwidth level lasts")                                             \
+  X(stack_kib, "KiB", 64, kInf, kClosed, "simulator only: each fiber's stack (touched pages)")
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+enum class Bound { kClosed, kMinOpen, kMaxOpen };
+using enum Bound;
+
+std::string fmt_bound(double x) {
+  std::ostringstream o;
+  o << x;
+  return o.str();
+}
+
+// "[1, 4096]", ">= 0", "> 0", "[0, 1)": what validate() enforces.
+std::string range_text(double lo, double hi, Bound b) {
+  if (hi == kInf) return (b == kMinOpen ? "> " : ">= ") + fmt_bound(lo);
+  return (b == kMinOpen ? "(" : "[") + fmt_bound(lo) + ", " + fmt_bound(hi) + (b == kMaxOpen ? ")" : "]");
+}
+
+bool in_range(double v, double lo, double hi, Bound b) {
+  if (std::isnan(v)) return false;
+  if (b == kMinOpen ? !(v > lo) : !(v >= lo)) return false;
+  return b == kMaxOpen ? v < hi : v <= hi;
+}
 
 const char* placement_name(SimPlacement p) {
   return p == SimPlacement::kSpread ? "spread" : "compact";
@@ -33,8 +113,8 @@ const char* placement_name(SimPlacement p) {
 
 std::vector<std::string> all_keys() {
   std::vector<std::string> k = {"kind", "preset", "preset_file", "placement"};
-#define WALBENCH_SIM_KEY(f) k.emplace_back(#f);
-  WALBENCH_SIM_FIELDS(WALBENCH_SIM_KEY)
+#define WALBENCH_SIM_KEY(f, ...) k.emplace_back(#f);
+  WALBENCH_SIM_PARAMS(WALBENCH_SIM_KEY)
 #undef WALBENCH_SIM_KEY
   return k;
 }
@@ -106,8 +186,8 @@ void read_field(const nlohmann::json& v, const std::string& path, const std::str
 
 nlohmann::json SimConfig::to_json() const {
   nlohmann::json j = nlohmann::json::object();
-#define WALBENCH_SIM_TO_JSON(f) j[#f] = f;
-  WALBENCH_SIM_FIELDS(WALBENCH_SIM_TO_JSON)
+#define WALBENCH_SIM_TO_JSON(f, ...) j[#f] = f;
+  WALBENCH_SIM_PARAMS(WALBENCH_SIM_TO_JSON)
 #undef WALBENCH_SIM_TO_JSON
   j["placement"] = placement_name(placement);
   return j;
@@ -157,12 +237,12 @@ void apply_keys(SimConfig& c, const nlohmann::json& j, const std::string& path, 
       }
       continue;
     }
-#define WALBENCH_SIM_FROM_JSON(f) \
+#define WALBENCH_SIM_FROM_JSON(f, ...)\
   if (key == #f) {                \
     read_field(v, path, key, c.f); \
     continue;                     \
   }
-    WALBENCH_SIM_FIELDS(WALBENCH_SIM_FROM_JSON)
+    WALBENCH_SIM_PARAMS(WALBENCH_SIM_FROM_JSON)
 #undef WALBENCH_SIM_FROM_JSON
     config_error(path, key, "unknown key" + did_you_mean(key, keys));
   }
@@ -330,22 +410,27 @@ void SimConfig::validate(const std::string& path) const {
   auto need = [&](bool ok, const char* key, const std::string& what) {
     if (!ok) config_error(path, key, what);
   };
-  need(cores >= 1 && cores <= 4096, "cores", "must be in [1, 4096]");
+  // Ranges: the parameter table (cores first, so that the cross-field checks below can divide).
+  auto check = [&](const char* key, double v, double lo, double hi, Bound b) {
+    need(in_range(v, lo, hi, b), key,
+         hi == kInf ? "must be " + range_text(lo, hi, b) : "must be in " + range_text(lo, hi, b));
+  };
+  check("cores", static_cast<double>(cores), 1, 4096, kClosed);
+  // Across parameters.
   need(sockets >= 1 && cores % sockets == 0, "sockets", "must be >= 1 and divide cores");
   need(cores_per_cluster == 0 || (cores / sockets) % cores_per_cluster == 0, "cores_per_cluster",
        "must be 0 or divide the cores of a socket");
-  need(smt >= 1 && smt <= 8, "smt", "must be in [1, 8]");
-  need(line_hit_ns >= 1, "line_hit_ns", "must be >= 1 (a zero-cost load loop would never yield)");
-  need(pause_ns >= 1, "pause_ns", "must be >= 1");
-  need(spin_park_max_ns >= 1, "spin_park_max_ns", "must be >= 1");
-  need(time_slice_ns >= 1, "time_slice_ns", "must be >= 1");
-  need(wake_jitter >= 0 && wake_jitter < 1, "wake_jitter", "must be in [0, 1)");
-  need(copy_bytes_per_ns > 0, "copy_bytes_per_ns", "must be > 0");
-  need(memory_bandwidth_bytes_per_ns >= 0, "memory_bandwidth_bytes_per_ns", "must be >= 0 (0 = no cap)");
-  need(crc_bytes_per_ns > 0, "crc_bytes_per_ns", "must be > 0");
-  need(smt_work_factor >= 1, "smt_work_factor", "must be >= 1");
-  need(storage_write_bytes_per_ns >= 0, "storage_write_bytes_per_ns", "must be >= 0 (0 = instant)");
-  need(stack_kib >= 64, "stack_kib", "must be >= 64");
+#define WALBENCH_SIM_CHECK(f, unit, lo, hi, bound, doc) check(#f, static_cast<double>(f), lo, hi, bound);
+  WALBENCH_SIM_PARAMS(WALBENCH_SIM_CHECK)
+#undef WALBENCH_SIM_CHECK
+}
+
+std::vector<SimConfig::ParamInfo> SimConfig::param_info() {
+  std::vector<ParamInfo> out;
+#define WALBENCH_SIM_INFO(f, unit, lo, hi, bound, doc) out.push_back({#f, unit, range_text(lo, hi, bound), doc});
+  WALBENCH_SIM_PARAMS(WALBENCH_SIM_INFO)
+#undef WALBENCH_SIM_INFO
+  return out;
 }
 
 std::vector<std::string> SimConfig::json_keys() { return all_keys(); }
