@@ -513,9 +513,9 @@ class Wal {
       strategy.advertise(me, upto);
       advance_buffer(me, ptr);
       WALBENCH_CHECK(xlblock(slot).load() == expected_end, "GetXLogBuffer: page not ready");
-    } else {
-      std::atomic_signal_fence(std::memory_order_seq_cst);  // pg_read_barrier on x86
     }
+    // pg_read_barrier() after the xlblocks check: the load above is an acquire (seq_cst) load,
+    // which already orders the page reads after it (on x86 pg_read_barrier is a compiler barrier).
     cached.page = page_no;
     return pages_.get() + slot * geom_.page_size + ptr.value % geom_.page_size;
   }

@@ -91,17 +91,17 @@ class PrivateStream {
     const uint64_t prev = prev_byte_pos_.get();
     const WalGeometry& g = wal.geom();
     const Lsn start_lsn = g.bytepos_to_lsn(BytePos{start});
-    progress_.store(start_lsn.value);  // I2
+    progress_.store(start_lsn.value, std::memory_order_release);  // I2 (a plain store)
     finish_record(record, payload_crc,
                   prev == kNoPrev ? kInvalidLsn : g.bytepos_to_lsn(BytePos{prev}));
     wal.copy_record(me, BytePos{start}, BytePos{end}, record, len);
-    curr_byte_pos_.store(end);  // I1, I3: only the owner reserves, after the copy
+    curr_byte_pos_.store(end, std::memory_order_release);  // I1, I3: owner only, after the copy
     prev_byte_pos_.set(start);
     return {start_lsn, g.bytepos_to_end_lsn(BytePos{end})};
   }
 
   // I2: the owner is about to block at pos (page eviction inside its own record).
-  void advertise(Proc<P>&, Lsn pos) { progress_.store(pos.value); }
+  void advertise(Proc<P>&, Lsn pos) { progress_.store(pos.value, std::memory_order_release); }
 
   // Everything below the returned position is copied (I2, I3); callers check it covers upto.
   template <class W>
