@@ -297,7 +297,13 @@ void print_list(std::ostream& out, const std::string& what) {
                   "{\"name\": NAME, \"params\": {...}}, \"clog_buffers\": N (default " +
                       std::to_string(d.clog_buffers) + ", 4..16384), \"page_size\": BYTES "
                       "(default " + std::to_string(d.page_size) +
-                      ")}; sweep with the matrix key \"clog.strategy\"",
+                      "), \"hint_bit_miss\": P (default 0.5, 0..1: the probability that a row "
+                      "a statement visits has unset hint bits, so its xid is looked up under "
+                      "CLogControlLock shared), \"procarray\": \"off\" (default), "
+                      "\"exclusive\" (PG <= 9.5: ProcArrayLock per commit) or "
+                      "\"group_clear\" (9.6+ ProcArrayGroupClearXid; snapshots under "
+                      "ProcArrayLock shared)}; sweep with the matrix key \"clog.strategy\" or "
+                      "as override variants",
                   clog_entries());
   }
   if (w == "workloads" || w == "all") {
