@@ -73,6 +73,12 @@ for result in "$@"; do
   echo "== $result vs $reference ${options[*]}"
   "$walbench" compare "$result" --reference "$reference" "${options[@]}" --json "$out_dir/$table.json" \
     >"$out_dir/$table.txt"
-  "$python" scripts/plot_fidelity.py "$out_dir/$table.json" "$out_dir/$table.png" "${plot_options[@]}"
+  # A wait-event table (variant,clients,wait_event,samples) is compared as shares; its text and
+  # JSON are the comparison, and plot_fidelity.py draws tps curves only.
+  if "$python" -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1])).get("mode") == "wait_events" else 1)' "$out_dir/$table.json"; then
+    rm -f "$out_dir/$table.png"
+  else
+    "$python" scripts/plot_fidelity.py "$out_dir/$table.json" "$out_dir/$table.png" "${plot_options[@]}"
+  fi
 done
 exit $status
