@@ -37,6 +37,15 @@ constexpr int kFidelityVersion = 2;
 
 [[noreturn]] void bad(const std::string& what) { throw UsageError(what); }
 
+// A reference CSV's "clients" field: a positive integer; `where` names the file and line.
+uint64_t parse_clients(const std::string& c, const std::string& where) {
+  const bool digits = !c.empty() && c.size() < 19 &&
+                      std::all_of(c.begin(), c.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  if (!digits || std::stoull(c) == 0)
+    bad(absl::StrFormat("%s: column \"clients\": expected a positive integer, found \"%s\"", where, c));
+  return std::stoull(c);
+}
+
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return "";
@@ -383,12 +392,7 @@ ReferenceTable load_reference_csv(const std::string& path) {
     row.line = lineno;
     row.variant = fields[i_variant];
     if (row.variant.empty()) bad(where + ": column \"variant\" is empty");
-    const std::string& c = fields[i_clients];
-    const bool digits = !c.empty() && c.size() < 19 &&
-                        std::all_of(c.begin(), c.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-    if (!digits || std::stoull(c) == 0)
-      bad(absl::StrFormat("%s: column \"clients\": expected a positive integer, found \"%s\"", where, c));
-    row.clients = std::stoull(c);
+    row.clients = parse_clients(fields[i_clients], where);
     const auto tps = parse_number(fields[i_tps]);
     if (!tps || *tps < 0)
       bad(absl::StrFormat("%s: column \"tps\": expected a non-negative number, found \"%s\"", where,
@@ -1260,12 +1264,7 @@ WaitEventTable load_wait_event_csv(const std::string& path) {
     row.line = lineno;
     row.variant = fields[i_variant];
     if (row.variant.empty()) bad(where + ": column \"variant\" is empty");
-    const std::string& c = fields[i_clients];
-    const bool digits = !c.empty() && c.size() < 19 &&
-                        std::all_of(c.begin(), c.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-    if (!digits || std::stoull(c) == 0)
-      bad(absl::StrFormat("%s: column \"clients\": expected a positive integer, found \"%s\"", where, c));
-    row.clients = std::stoull(c);
+    row.clients = parse_clients(fields[i_clients], where);
     row.wait_event = fields[i_event];
     if (row.wait_event.empty()) bad(where + ": column \"wait_event\" is empty");
     const auto n = parse_number(fields[i_samples]);

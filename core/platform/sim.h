@@ -462,6 +462,7 @@ class Simulation {
   void op_sleep(uint64_t ns);
   void op_spin_delay();
   void op_spin_no_pause();
+  void spin_iteration(uint64_t charge_ns);  // op_spin_delay, op_spin_no_pause
   void op_fence();
   void op_crc(size_t n);
   void op_storage_write(size_t n, const void* file);

@@ -269,11 +269,15 @@ void Simulation::park_waiter(Fiber& f, uint32_t line) {
   if (f.clock < f.wake_time) f.clock = f.wake_time;
 }
 
-void Simulation::op_spin_delay() {
+void Simulation::op_spin_delay() { spin_iteration(cfg_.pause_ns); }
+
+// One iteration of a plain spin loop that costs `charge_ns` (PAUSE, or a semaphore spin loop's
+// own instructions): park after spin_park_after unchanged loads, or replay (sim.h "SPINNING").
+void Simulation::spin_iteration(uint64_t charge_ns) {
   Fiber* fp = cur_;
   if (fp == nullptr) return;
   Fiber& f = *fp;
-  f.clock += cfg_.pause_ns;
+  f.clock += charge_ns;
   if (f.replay) return;
   f.spun = true;
   if (cfg_.spin_park_after != 0 && f.spin_addr != nullptr && f.spin_count >= cfg_.spin_park_after &&

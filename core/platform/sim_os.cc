@@ -76,28 +76,9 @@ void Simulation::op_copy(size_t n) {
   sync(f);
 }
 
-// A spin-loop iteration without PAUSE (SimPlatform::spin_no_pause). NB: must match
-// op_spin_delay (sim_coherence.cc) but for the charge: the loop's own instructions
-// (semaphore_trylock_ns) instead of pause_ns.
-void Simulation::op_spin_no_pause() {
-  Fiber* fp = cur_;
-  if (fp == nullptr) return;
-  Fiber& f = *fp;
-  f.clock += cfg_.semaphore_trylock_ns;
-  if (f.replay) return;
-  f.spun = true;
-  if (cfg_.spin_park_after != 0 && f.spin_addr != nullptr && f.spin_count >= cfg_.spin_park_after &&
-      lines_[f.spin_line].version == f.spin_version) {
-    ++counters_.spin_parks;
-    park(f, f.spin_line, f.clock + cfg_.spin_park_max_ns, /*timed=*/true);
-    f.replay = true;
-    f.replay_addr = f.spin_addr;
-    f.replay_bits = f.spin_bits;
-    f.replay_until = f.wake_time;
-    return;
-  }
-  sync(f);
-}
+// A spin-loop iteration without PAUSE (SimPlatform::spin_no_pause): charged the loop's own
+// instructions (semaphore_trylock_ns) instead of pause_ns, parked and replayed like op_spin_delay.
+void Simulation::op_spin_no_pause() { spin_iteration(cfg_.semaphore_trylock_ns); }
 
 void Simulation::op_fence() {
   Fiber* fp = cur_;
