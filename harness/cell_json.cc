@@ -116,6 +116,9 @@ ojson config_of_cell(const json& cell, const std::string& where) {
   ojson clog = ojson(cell["clog"]);
   clog["strategy"] = ojson{{"name", cell["clog"]["strategy"]}, {"params", cell["clog"]["params"]}};
   clog.erase("params");
+  // Cells written before CLOG status lookups existed ran without them: a rerun keeps that, not
+  // today's default (clog.hint_bit_miss 0.5).
+  if (!clog.contains("hint_bit_miss")) clog["hint_bit_miss"] = 0;
   ojson config;
   config["description"] = "rerun of " + where;
   config["platform"] = platform;
