@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "harness/cell_json.h"
 #include "harness/config.h"
 #include "harness/fidelity.h"
 #include "harness/report.h"
@@ -115,6 +116,16 @@ TEST_CASE("a simulated cell reruns from the result file alone into the identical
   ro.cells = {7};
   ro.force = true;
   CHECK_THROWS_WITH(rerun_command(ro, out, err), Catch::Contains("has no cell with index 7"));
+}
+
+TEST_CASE("a cell written before CLOG lookups existed reruns without them", "[runner][rerun]") {
+  TempDir dir;
+  const std::string path = dir.file("first.json");
+  run_sim_config(path);
+  nlohmann::json cell = read_json(path)["cells"][0];
+  CHECK(config_of_cell(cell, path)["clog"]["hint_bit_miss"] == cell["clog"]["hint_bit_miss"]);
+  cell["clog"].erase("hint_bit_miss");  // as schema-2 files written before issue 10's lookups
+  CHECK(config_of_cell(cell, path)["clog"]["hint_bit_miss"] == 0);
 }
 
 TEST_CASE("rerun refuses a file that does not record a cell's setup", "[runner][rerun]") {
