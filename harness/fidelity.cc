@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -54,6 +55,28 @@ std::string trim(const std::string& s) {
 }
 
 std::string in_quotes_text(const std::string& s) { return "\"" + s + "\""; }
+
+// A reference CSV's header: each column's index, every column named once, the `needed` ones
+// present (else "<where>: header lacks column(s) ...; <needs> (the header has ...)").
+std::map<std::string, size_t> header_index(const std::vector<std::string>& header,
+                                           const std::string& where,
+                                           std::initializer_list<const char*> needed,
+                                           const std::string& needs) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (header[i].empty()) bad(absl::StrFormat("%s: header column %d has no name", where, i + 1));
+    if (!index.emplace(header[i], i).second)
+      bad(where + ": header names column " + in_quotes_text(header[i]) + " twice");
+  }
+  std::vector<std::string> missing;
+  for (const char* need : needed)
+    if (!index.count(need)) missing.push_back(need);
+  if (!missing.empty())
+    bad(absl::StrFormat("%s: header lacks column%s %s; %s (the header has %s)", where,
+                        missing.size() == 1 ? "" : "s", absl::StrJoin(missing, ", "), needs,
+                        absl::StrJoin(header, ", ")));
+  return index;
+}
 
 // A whole string as a finite double.
 std::optional<double> parse_number(const std::string& s) {
@@ -362,19 +385,9 @@ ReferenceTable load_reference_csv(const std::string& path) {
     std::vector<std::string> fields = split_csv_line(line, where);
     if (header.empty()) {
       header = fields;
-      std::map<std::string, size_t> index;
-      for (size_t i = 0; i < header.size(); ++i) {
-        if (header[i].empty()) bad(absl::StrFormat("%s: header column %d has no name", where, i + 1));
-        if (!index.emplace(header[i], i).second) bad(where + ": header names column " + in_quotes_text(header[i]) + " twice");
-      }
-      std::vector<std::string> missing;
-      for (const char* need : {"variant", "clients", "tps"})
-        if (!index.count(need)) missing.push_back(need);
-      if (!missing.empty())
-        bad(absl::StrFormat("%s: header lacks column%s %s; a reference table needs variant, clients "
-                            "and tps (the header has %s)",
-                            where, missing.size() == 1 ? "" : "s", absl::StrJoin(missing, ", "),
-                            absl::StrJoin(header, ", ")));
+      std::map<std::string, size_t> index = header_index(
+          header, where, {"variant", "clients", "tps"},
+          "a reference table needs variant, clients and tps");
       i_variant = index["variant"];
       i_clients = index["clients"];
       i_tps = index["tps"];
@@ -1235,17 +1248,9 @@ WaitEventTable load_wait_event_csv(const std::string& path) {
     std::vector<std::string> fields = split_csv_line(line, where);
     if (header.empty()) {
       header = fields;
-      std::map<std::string, size_t> index;
-      for (size_t i = 0; i < header.size(); ++i)
-        if (!index.emplace(header[i], i).second)
-          bad(where + ": header names column " + in_quotes_text(header[i]) + " twice");
-      std::vector<std::string> missing;
-      for (const char* need : {"variant", "clients", "wait_event", "samples"})
-        if (!index.count(need)) missing.push_back(need);
-      if (!missing.empty())
-        bad(absl::StrFormat("%s: header lacks %s; a wait-event table needs variant, clients, "
-                            "wait_event and samples (the header has %s)",
-                            where, absl::StrJoin(missing, ", "), absl::StrJoin(header, ", ")));
+      std::map<std::string, size_t> index = header_index(
+          header, where, {"variant", "clients", "wait_event", "samples"},
+          "a wait-event table needs variant, clients, wait_event and samples");
       i_variant = index["variant"];
       i_clients = index["clients"];
       i_event = index["wait_event"];

@@ -870,7 +870,7 @@ TEST_CASE("fidelity: wait-event tables reject malformed rows", "[fidelity][clog]
     }
     return std::string("no error");
   };
-  CHECK(err("variant,clients,wait_event\nx,1,A\n").find("lacks samples") != std::string::npos);
+  CHECK(err("variant,clients,wait_event\nx,1,A\n").find("lacks column samples") != std::string::npos);
   CHECK(err("variant,clients,wait_event,samples\nx,0,A,1\n").find("positive integer") != std::string::npos);
   CHECK(err("variant,clients,wait_event,samples\nx,1,A,-1\n").find("non-negative") != std::string::npos);
   CHECK(err("variant,clients,wait_event,samples\nx,1,A,1\nx,1,A,2\n").find("duplicate") != std::string::npos);
