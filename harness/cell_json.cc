@@ -30,7 +30,8 @@ json to_json(const PlatformSpec& p) {
 json to_json(const WalSpec& w) {
   return {{"page_size", w.page_size},     {"segment_size", w.segment_size},
           {"wal_buffers", w.wal_buffers}, {"storage", w.storage},
-          {"path", w.path},               {"fsync", w.fsync},
+          {"path", w.path},               {"memory_mb", w.memory_mb},
+          {"fsync", w.fsync},
           {"buffer_init", w.buffer_init}};
 }
 

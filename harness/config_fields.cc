@@ -54,6 +54,10 @@ const std::vector<FieldDef>& field_defs() {
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.wal.storage = want_string(v, w, {"memory", "file"});
        }},
+      {"wal", "memory_mb",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.wal.memory_mb = static_cast<uint32_t>(want_int(v, w, 4, 65536));
+       }},
       {"wal", "path",
        [](CellSpec& c, const OJson& v, const Where& w) { c.wal.path = want_string(v, w); }},
       {"wal", "fsync",

@@ -246,7 +246,7 @@ TEST_CASE("errors name the file, the JSON path and what was expected", "[config]
     CHECK(e.expected.find("page_size") != std::string::npos);
     CHECK(std::string(e.what()) ==
           "test.json: /wal/page_sise: unknown key \"page_sise\"; expected one of page_size, "
-          "segment_size, wal_buffers, storage, path, fsync, buffer_init (did you mean "
+          "segment_size, wal_buffers, storage, memory_mb, path, fsync, buffer_init (did you mean "
           "\"page_size\"?)");
     check_one_line(e);
   }

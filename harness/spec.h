@@ -39,6 +39,8 @@ struct WalSpec {
   uint32_t wal_buffers = 2048;          // pages in the ring (PG default for shared_buffers >= 512 MB: 16 MiB)
   std::string storage = "memory";       // "memory" | "file"
   std::string path;                     // directory for "file" storage (created if missing)
+  uint32_t memory_mb = 64;              // "memory" storage: the ring each WAL is recycled
+                                        // through while the streaming verifier checks it
   bool fsync = true;                    // PG's fsync: off, a flush syncs nothing (no fdatasync
                                         // with "file", no device latency on the sim)
   std::string buffer_init = "mapping_lock";  // "mapping_lock" (WALBufMappingLock) | "lockfree" (bc22dc0e0d)

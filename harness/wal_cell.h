@@ -237,7 +237,14 @@ class WalCell final : public CellRun {
                                std::to_string(s));
         st.storage = make_file_storage(geom_, st.dir->path(), spec.wal.fsync);
       } else {
-        st.storage = make_memory_storage(geom_);
+        // Bounded memory whatever the run's length; the verifier checks the WAL as it is written.
+        const uint64_t ring = std::max<uint64_t>(4 * ring_chunk_bytes(geom_),
+                                                 (uint64_t{spec.wal.memory_mb} << 20) / streams);
+        auto ring_storage = make_ring_storage(geom_, ring, /*reader=*/spec.run.verify);
+        if (spec.run.verify)
+          st.verifier = std::make_unique<StreamingVerifier>(
+              *ring_storage, geom_, geom_.bytepos_to_lsn(BytePos{0}), clients_);
+        st.storage = std::move(ring_storage);
       }
       st.wal = std::make_unique<WalT>(geom_, ring_pages, *st.storage, procs_, args...);
       st.wal->set_fsync(spec.wal.fsync);
@@ -393,9 +400,15 @@ class WalCell final : public CellRun {
         ex.records_per_client[c] = per_client_[c].records;
         ex.total_records += per_client_[c].records;
       }
-      VerifyResult r = verify_wal(*streams_[s].storage, geom_, ex);
+      VerifyResult r = streams_[s].verifier ? streams_[s].verifier->finish(ex)
+                                            : verify_wal(*streams_[s].storage, geom_, ex);
       total.records += r.records;
       total.bytes += r.bytes;
+      total.streamed = total.streamed || r.streamed;  // private streams: the sum of the rings
+      total.ring_bytes += r.ring_bytes;
+      total.max_lag_bytes = std::max(total.max_lag_bytes, r.max_lag_bytes);
+      total.writer_waits += r.writer_waits;
+      total.writer_wait_ms += r.writer_wait_ms;
       if (!r.ok && total.ok) {
         total.ok = false;
         total.error = private_ ? "stream of client " + std::to_string(s) + ": " + r.error : r.error;
@@ -525,6 +538,7 @@ class WalCell final : public CellRun {
     std::unique_ptr<ScratchDir> dir;
     std::unique_ptr<Storage> storage;
     std::unique_ptr<WalT> wal;
+    std::unique_ptr<StreamingVerifier> verifier;  // memory storage with run.verify; reads storage
   };
   // A client's (or the WAL writer's) part of the timed window (WindowTotals): opened and closed
   // by its owner at its own transaction (loop) boundaries; read after the run.

@@ -12,7 +12,9 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "core/wal/crc32c.h"
 #include "core/wal/format.h"
@@ -36,21 +38,55 @@ std::string hex(uint64_t v, int width) {
   return buf;
 }
 
+// Where the walk's bytes come from. After a run (verify_wal): all of the storage, the end known
+// from the start. While the run writes (StreamingVerifier): the written frontier of a
+// StreamedStorage, which the walk waits for, and the end once the run declares it.
+class Source {
+ public:
+  Source(const Storage& st, uint64_t end) : st_(st), streamed_(nullptr), end_(end) {}
+  explicit Source(StreamedStorage& st) : st_(st), streamed_(&st) {}
+
+  // Everything below the returned LSN can be read; waits (streaming) until it is past `lsn` or
+  // the end is known.
+  uint64_t readable_past(uint64_t lsn) {
+    if (streamed_ == nullptr) return ~uint64_t{0};  // bytes never written read as zero
+    if (frontier_ > lsn) return frontier_;
+    frontier_ = streamed_->written_past(lsn);
+    return frontier_;
+  }
+  // The end of WAL; none while the run is still writing.
+  std::optional<uint64_t> end() {
+    if (!end_ && streamed_ != nullptr) end_ = streamed_->declared_end();
+    return end_;
+  }
+  void read(uint64_t lsn, uint8_t* out, size_t n) const { st_.read(Lsn{lsn}, out, n); }
+  void release(uint64_t lsn) const {
+    if (streamed_ != nullptr) streamed_->release(lsn);
+  }
+
+ private:
+  const Storage& st_;
+  StreamedStorage* const streamed_;
+  std::optional<uint64_t> end_;
+  uint64_t frontier_ = 0;
+};
+
 class Reader {
  public:
-  Reader(const Storage& st, const WalGeometry& g, bool first_page_history_unknown)
-      : st_(st), g_(g), page_(g.page_size), first_unknown_(first_page_history_unknown) {}
+  Reader(Source& src, const WalGeometry& g, bool first_page_history_unknown)
+      : src_(src), g_(g), page_(g.page_size), first_unknown_(first_page_history_unknown) {}
 
   // Feed the usable bytes [x, x + n) to sink(const uint8_t*, size_t), in order. [rs, re) are the
-  // bytes of the record being read (for the contrecord check of pages entered on the way).
+  // bytes of the record being read (for the contrecord check of pages entered on the way, and
+  // for the error when the end of WAL turns out to lie inside the record).
   template <class Sink>
   void read(uint64_t x, uint64_t n, uint64_t rs, uint64_t re, Sink&& sink) {
     while (n > 0) {
       const Lsn lsn = g_.bytepos_to_lsn(BytePos{x});
       const uint64_t page = g_.page_number(lsn);
       const uint32_t off = static_cast<uint32_t>(lsn.value % g_.page_size);
-      enter_page(page, x, rs, re);
       const uint64_t take = std::min<uint64_t>(n, g_.page_size - off);
+      load(page, off + take, x, rs, re);
       sink(page_.data() + off, static_cast<size_t>(take));
       x += take;
       n -= take;
@@ -58,14 +94,33 @@ class Reader {
   }
 
  private:
-  void enter_page(uint64_t page, uint64_t x, uint64_t rs, uint64_t re) {
-    if (page == loaded_) return;
-    // The walk only moves forward, and every page holds more usable bytes than the alignment
-    // padding between two records, so no page is skipped.
-    st_.read(Lsn{page * g_.page_size}, page_.data(), page_.size());
-    loaded_ = page;
-    check_page_header(page, x, rs, re);
-    first_page_ = false;
+  // Make the page's bytes [0, upto) available (as many more as are written), checking its header
+  // the first time the walk enters it.
+  void load(uint64_t page, uint64_t upto, uint64_t x, uint64_t rs, uint64_t re) {
+    const uint64_t page_lsn = page * g_.page_size;
+    const bool entering = page != loaded_;
+    if (entering) {
+      // The walk only moves forward, and every page holds more usable bytes than the alignment
+      // padding between two records, so no page is skipped.
+      src_.release(page_lsn);  // every byte before this page is checked
+      loaded_ = page;
+      have_ = 0;
+    }
+    if (have_ < upto) {
+      const uint64_t readable = src_.readable_past(page_lsn + upto - 1);
+      if (readable < page_lsn + upto) {  // the run ended inside this record
+        fail(g_.bytepos_to_lsn(BytePos{rs}),
+             "record length " + std::to_string(re - rs) + " extends past the end of WAL " +
+                 lsn_to_string(Lsn{src_.end().value_or(0)}));
+      }
+      const uint64_t to = std::min<uint64_t>(g_.page_size, readable - page_lsn);
+      src_.read(page_lsn + have_, page_.data() + have_, static_cast<size_t>(to - have_));
+      have_ = to;
+    }
+    if (entering) {
+      check_page_header(page, x, rs, re);
+      first_page_ = false;
+    }
   }
 
   void check_page_header(uint64_t page, uint64_t x, uint64_t rs, uint64_t re) {
@@ -117,45 +172,45 @@ class Reader {
     }
   }
 
-  const Storage& st_;
+  Source& src_;
   const WalGeometry& g_;
   std::vector<uint8_t> page_;
   uint64_t loaded_ = ~uint64_t{0};
+  uint64_t have_ = 0;  // bytes of the loaded page read so far
   bool first_page_ = true;
   const bool first_unknown_;
 };
 
-struct Walk {
-  const WalGeometry& g;
-  const VerifyExpect& expect;
-  VerifyResult& result;
-  uint64_t bp = 0;  // BytePos of the next record
+// One walk in LSN order from `start`. The end of WAL comes from the source: known at once after
+// a run, learned when the run declares it while streaming (validated then, with the same errors).
+class Walk {
+ public:
+  Walk(const WalGeometry& g, Source& src, Lsn start, size_t clients, VerifyResult& result)
+      : g_(g), src_(src), start_(start), result_(result), next_seq_(clients, 0) {}
 
-  void run(const Storage& st) {
-    if (!g.is_valid_position(expect.start))
-      fail(expect.start, "start position lies inside a page header");
-    if (!g.is_valid_position(expect.end))
-      fail(expect.end, "end position lies inside a page header");
-    const uint64_t start_bp = g.lsn_to_bytepos(expect.start).value;
-    const uint64_t end_bp = g.lsn_to_bytepos(expect.end).value;
-    if (start_bp % kMaxAlign != 0) fail(expect.start, "start position is not MAXALIGNed");
-    if (end_bp % kMaxAlign != 0) fail(expect.end, "end position is not MAXALIGNed");
-    if (end_bp < start_bp)
-      fail(expect.end, "end of WAL lies before its start " + lsn_to_string(expect.start));
+  // records_per_client: when known in advance (after a run), a record beyond a client's count
+  // fails at once; streaming, the counts are checked by check_counts() at the end.
+  void run(const std::vector<uint64_t>* records_per_client) {
+    if (!g_.is_valid_position(start_)) fail(start_, "start position lies inside a page header");
+    const uint64_t start_bp = g_.lsn_to_bytepos(start_).value;
+    if (start_bp % kMaxAlign != 0) fail(start_, "start position is not MAXALIGNed");
+    end_bytepos();  // after a run: the end's own checks come before any record's
 
     const bool from_beginning = start_bp == 0;
-    Reader reader(st, g, /*first_page_history_unknown=*/!from_beginning);
-    const size_t clients = expect.records_per_client.size();
-    std::vector<uint64_t> next_seq(clients, 0);
+    Reader reader(src_, g_, /*first_page_history_unknown=*/!from_beginning);
+    const size_t clients = next_seq_.size();
     Lsn prev_start = kInvalidLsn;
     bool first = true;
     bp = start_bp;
 
-    while (bp < end_bp) {
-      const Lsn rec = g.bytepos_to_lsn(BytePos{bp});
+    while (true) {
+      const Lsn rec = g_.bytepos_to_lsn(BytePos{bp});
+      src_.readable_past(rec.value);  // streaming: until a record starts here or the run ends
+      const uint64_t end_bp = end_bytepos();
+      if (end_bp != kUnknown && bp >= end_bp) break;
       if (end_bp - bp < kRecordHeaderSize)
         fail(rec, "record header of " + std::to_string(kRecordHeaderSize) +
-                      " bytes extends past the end of WAL " + lsn_to_string(expect.end));
+                      " bytes extends past the end of WAL " + lsn_to_string(end_lsn()));
 
       // The first 8 bytes never cross a page (record starts and page usable areas are both
       // MAXALIGNed), so tot_len is known and checked before any continuation page is entered.
@@ -174,9 +229,9 @@ struct Walk {
       if (tot_len > kMaxRecordSize)
         fail(rec, "invalid record length " + std::to_string(tot_len) + ": more than " +
                       std::to_string(kMaxRecordSize));
-      if (tot_len > end_bp - bp)
+      if (tot_len > end_bp - bp)  // an end learned later is checked as the record is read
         fail(rec, "record length " + std::to_string(tot_len) + " extends past the end of WAL " +
-                      lsn_to_string(expect.end));
+                      lsn_to_string(end_lsn()));
       const uint64_t re = bp + tot_len;
 
       reader.read(bp + 8, kRecordHeaderSize - 8, bp, re, into_hdr);
@@ -211,7 +266,7 @@ struct Walk {
         fail(rec, "record tagged with client " + std::to_string(t.client) + " (seq " +
                       std::to_string(t.seq) + "), but there are only " + std::to_string(clients) +
                       " clients");
-      const uint64_t want = next_seq[t.client];
+      const uint64_t want = next_seq_[t.client];
       if (t.seq != want) {
         const std::string who = "client " + std::to_string(t.client) + " seq " +
                                 std::to_string(t.seq);
@@ -221,28 +276,79 @@ struct Walk {
         fail(rec, "out of order or missing record: " + who + " where seq " +
                       std::to_string(want) + " was expected");
       }
-      if (t.seq >= expect.records_per_client[t.client])
+      if (records_per_client != nullptr && t.seq >= (*records_per_client)[t.client])
         fail(rec, "client " + std::to_string(t.client) + " seq " + std::to_string(t.seq) +
-                      " beyond the " + std::to_string(expect.records_per_client[t.client]) +
+                      " beyond the " + std::to_string((*records_per_client)[t.client]) +
                       " records expected");
-      next_seq[t.client] = want + 1;
+      next_seq_[t.client] = want + 1;
 
-      ++result.records;
+      ++result_.records;
       prev_start = rec;
       first = false;
       bp = max_align(re);
     }
+  }
 
+  void check_counts(const VerifyExpect& expect) const {
+    const size_t clients = next_seq_.size();
+    if (expect.records_per_client.size() != clients)
+      fail(expect.end, "verifier expected " + std::to_string(expect.records_per_client.size()) +
+                           " clients, walked for " + std::to_string(clients));
     for (size_t c = 0; c < clients; ++c)
-      if (next_seq[c] != expect.records_per_client[c])
-        fail(expect.end, "end of WAL reached with " + std::to_string(next_seq[c]) +
+      if (next_seq_[c] != expect.records_per_client[c])
+        fail(expect.end, "end of WAL reached with " + std::to_string(next_seq_[c]) +
                              " records of client " + std::to_string(c) + ", expected " +
                              std::to_string(expect.records_per_client[c]));
-    if (result.records != expect.total_records)
-      fail(expect.end, "end of WAL reached after " + std::to_string(result.records) +
+    if (result_.records != expect.total_records)
+      fail(expect.end, "end of WAL reached after " + std::to_string(result_.records) +
                            " records, expected " + std::to_string(expect.total_records));
   }
+
+  // LSN of the end of what the walk checked (the last good record's MAXALIGNed end).
+  uint64_t walked_end() const { return g_.bytepos_to_end_lsn(BytePos{bp}).value; }
+
+  uint64_t bp = 0;  // BytePos of the next record
+
+ private:
+  static constexpr uint64_t kUnknown = ~uint64_t{0};
+
+  Lsn end_lsn() { return Lsn{src_.end().value_or(0)}; }
+
+  // BytePos of the end of WAL, kUnknown while the run is still writing.
+  uint64_t end_bytepos() {
+    if (end_bp_ != kUnknown) return end_bp_;
+    if (!src_.end()) return kUnknown;
+    const Lsn end = end_lsn();
+    if (!g_.is_valid_position(end)) fail(end, "end position lies inside a page header");
+    end_bp_ = g_.lsn_to_bytepos(end).value;
+    if (end_bp_ % kMaxAlign != 0) fail(end, "end position is not MAXALIGNed");
+    if (end_bp_ < g_.lsn_to_bytepos(start_).value)
+      fail(end, "end of WAL lies before its start " + lsn_to_string(start_));
+    return end_bp_;
+  }
+
+  const WalGeometry& g_;
+  Source& src_;
+  const Lsn start_;
+  VerifyResult& result_;
+  std::vector<uint64_t> next_seq_;
+  uint64_t end_bp_ = kUnknown;
 };
+
+// Runs fn (a walk and/or its final checks) and turns its first failure into result.error.
+template <class Fn>
+void run_walk(const Walk& walk, const WalGeometry& g, VerifyResult& result, Fn&& fn) {
+  try {
+    fn();
+  } catch (const VerifyFailure& f) {
+    result.ok = false;
+    result.error = f.message;
+  } catch (const std::exception& e) {  // storage I/O errors, allocation failure
+    result.ok = false;
+    result.error = "at " + lsn_to_string(g.bytepos_to_lsn(BytePos{walk.bp})) +
+                   ": could not read WAL: " + e.what();
+  }
+}
 
 }  // namespace
 
@@ -255,19 +361,64 @@ VerifyResult verify_wal(const Storage& storage, const WalGeometry& g, const Veri
     result.error = e.what();
     return result;
   }
-  Walk walk{g, expect, result};
-  try {
-    walk.run(storage);
-  } catch (const VerifyFailure& f) {
-    result.ok = false;
-    result.error = f.message;
-  } catch (const std::exception& e) {  // storage I/O errors, allocation failure
-    result.ok = false;
-    result.error = "at " + lsn_to_string(g.bytepos_to_lsn(BytePos{walk.bp})) +
-                   ": could not read WAL: " + e.what();
+  Source src(storage, expect.end.value);
+  Walk walk(g, src, expect.start, expect.records_per_client.size(), result);
+  run_walk(walk, g, result, [&] {
+    walk.run(&expect.records_per_client);
+    walk.check_counts(expect);
+  });
+  result.bytes = walk.walked_end() > expect.start.value ? walk.walked_end() - expect.start.value : 0;
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// StreamingVerifier
+
+struct StreamingVerifier::State {
+  State(StreamedStorage& st, const WalGeometry& g, Lsn start, size_t clients)
+      : src(st), walk(g, src, start, clients, result) {}
+  Source src;
+  VerifyResult result;
+  Walk walk;
+  bool walked = false;  // the walk reached the declared end without an error
+  std::thread thread;
+};
+
+StreamingVerifier::StreamingVerifier(StreamedStorage& storage, const WalGeometry& g, Lsn start,
+                                     size_t clients)
+    : storage_(storage), g_(g), start_(start),
+      state_(std::make_unique<State>(storage, g_, start, clients)) {
+  state_->thread = std::thread([this] {
+    run_walk(state_->walk, g_, state_->result, [&] {
+      state_->walk.run(nullptr);
+      state_->walked = true;
+    });
+    storage_.reader_gone();  // finished or failed: the writer never waits for this reader again
+  });
+}
+
+// Abandoned (the run failed before finish): end the walk wherever the WAL stands.
+StreamingVerifier::~StreamingVerifier() {
+  if (state_->thread.joinable()) {
+    if (!storage_.declared_end()) storage_.declare_end(storage_.written());
+    state_->thread.join();
   }
-  const uint64_t walked_end = g.bytepos_to_end_lsn(BytePos{walk.bp}).value;
-  result.bytes = walked_end > expect.start.value ? walked_end - expect.start.value : 0;
+}
+
+VerifyResult StreamingVerifier::finish(const VerifyExpect& expect) {
+  storage_.declare_end(expect.end.value);
+  state_->thread.join();
+  VerifyResult result = state_->result;
+  if (state_->walked)
+    run_walk(state_->walk, g_, result, [&] { state_->walk.check_counts(expect); });
+  const uint64_t walked_end = state_->walk.walked_end();
+  result.bytes = walked_end > start_.value ? walked_end - start_.value : 0;
+  const StreamedStorage::Stats st = storage_.stats();
+  result.streamed = true;
+  result.ring_bytes = st.ring_bytes;
+  result.max_lag_bytes = st.max_lag_bytes;
+  result.writer_waits = st.writer_waits;
+  result.writer_wait_ms = static_cast<double>(st.writer_wait_ns) / 1e6;
   return result;
 }
 

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/wal/geometry.h"
@@ -46,5 +47,33 @@ struct VerifyExpect {
 // records = records that passed every check; bytes = LSN distance from start to the end of the
 // last such record (MAXALIGNed), i.e. end - start when ok.
 VerifyResult verify_wal(const Storage& storage, const WalGeometry& g, const VerifyExpect& expect);
+
+// The same walk while the run writes (issue 11): on a thread of its own, it follows the written
+// frontier of a StreamedStorage, checks every page and record as soon as its bytes are written,
+// and releases what it checked so that the storage can reuse the memory. The clients' record
+// counts are not known until the run ends, so "beyond the records expected" is found by the
+// final count check instead of at the record. On the simulated platform the thread is outside
+// the simulation (it charges no virtual time; the simulated WAL writer never waits in virtual
+// time for it either).
+//   finish(expect)  declares expect.end as the end of WAL, waits for the walk, checks the counts;
+//                   the result also says how far the walk lagged behind the writer and whether
+//                   it made the writer wait (VerifyResult's streaming fields).
+// Destroying it without finish() (a failed run) ends the walk where the WAL stands.
+class StreamingVerifier {
+ public:
+  StreamingVerifier(StreamedStorage& storage, const WalGeometry& g, Lsn start, size_t clients);
+  ~StreamingVerifier();
+  StreamingVerifier(const StreamingVerifier&) = delete;
+  StreamingVerifier& operator=(const StreamingVerifier&) = delete;
+
+  VerifyResult finish(const VerifyExpect& expect);
+
+ private:
+  struct State;
+  StreamedStorage& storage_;
+  const WalGeometry g_;
+  const Lsn start_;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace walbench
