@@ -318,7 +318,9 @@ TEST_CASE("resume refuses a file from another build or whose cells the config do
   {
     ojson other = doc;
     other["cells"][0]["wal"]["wal_buffers"] = 7;
-    refused(other, "other-setup.json", "/cells/0/wal differs from cell 0 of the recorded config");
+    refused(other, "other-setup.json",
+            "/cells/0/wal differs from the recorded config's cell with the same label, clients "
+            "and matrix values");
   }
   {
     ojson other = doc;
@@ -332,12 +334,51 @@ TEST_CASE("resume refuses a file from another build or whose cells the config do
     refused(other, "duplicate.json", "a second cell with index 0");
   }
 
-  // The unedited file (cell 1 marked interrupted) resumes: the cell runs again, identical.
-  dir.write("ok.json", doc.dump(1) + "\n");
-  Child c(dir, {"run", "--resume", "ok.json", "-q"}, "ok");
+  // The unedited file (cell 1 marked interrupted) resumes: the cell runs again, identical; so
+  // does a file that lacks a cell (a run that died before writing it).
+  for (const bool drop_cell_0 : {false, true}) {
+    ojson resumable = doc;
+    if (drop_cell_0) resumable["cells"].erase(0);
+    const std::string name = drop_cell_0 ? "missing.json" : "ok.json";
+    dir.write(name, resumable.dump(1) + "\n");
+    Child c(dir, {"run", "--resume", name, "-q"}, name);
+    CHECK(c.wait_exit() == 0);
+    INFO(name << " stderr: " << c.err());
+    CHECK(load_ordered(dir.file(name))["cells"] == load_ordered(dir.file("full.json"))["cells"]);
+  }
+
+  // A missing cell of a matrix with two swept keys besides clients cannot be placed for sure.
+  ojson config = ojson::parse(kSimConfig);
+  config["matrix"]["clients"] = {1, 2};
+  config["matrix"]["workload.record_size"] = {16, 64};
+  config["matrix"]["wal.wal_buffers"] = {64, 128};
+  dir.write("two-keys.json", config.dump());
+  REQUIRE(run_to_end(dir, {"run", "two-keys.json", "-o", "two.json", "-j", "2", "-q"}, "two") == 0);
+  ojson two = load_ordered(dir.file("two.json"));
+  // Its key order is not the recorded config's (sorted): a whole file resumes all the same.
+  two["cells"][3]["ok"] = false;
+  two["cells"][3]["interrupted"] = true;
+  dir.write("two-interrupted.json", two.dump(1) + "\n");
+  Child c(dir, {"run", "--resume", "two-interrupted.json", "-q"}, "two-interrupted");
   CHECK(c.wait_exit() == 0);
   INFO("stderr: " << c.err());
-  CHECK(load_ordered(dir.file("ok.json"))["cells"] == load_ordered(dir.file("full.json"))["cells"]);
+  CHECK(load_ordered(dir.file("two-interrupted.json"))["cells"] == load_ordered(dir.file("two.json"))["cells"]);
+  two["cells"].erase(3);
+  refused(two, "two-missing.json", "1 cells are missing and the matrix has several keys");
+
+  // CLI misuse: one line, exit 2.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "--resume", "ok.json", "sim.json"},
+        std::vector<std::string>{"run", "--resume", "ok.json", "--set", "run.seed=2"},
+        std::vector<std::string>{"run", "--resume", "sim.json"},
+        std::vector<std::string>{"run"}}) {
+    Child c(dir, args, "misuse");
+    CHECK(c.wait_exit() == 2);
+    const std::string err = c.err();
+    INFO(args.back() << " stderr: " << err);
+    CHECK(err.rfind("walbench: error: ", 0) == 0);
+    CHECK(std::count(err.begin(), err.end(), '\n') == 1);
+  }
 }
 
 TEST_CASE("SIGINT stops a cell on real threads within its window", "[cli][interrupt]") {

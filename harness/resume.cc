@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -104,6 +105,32 @@ size_t order_sensitive_keys(const std::vector<CellSpec>& cells) {
   return keys.size();
 }
 
+// A cell's setup blocks (cell_setup_json without "index"), canonical: keys sorted.
+std::string setup_key(const ojson& cell) {
+  json key = json::object();
+  for (const char* k : {"label", "strategy", "params", "clients", "matrix", "set", "platform",
+                        "workload", "wal", "commit", "clog", "run"})
+    key[k] = cell.contains(k) ? json(cell[k]) : json(nullptr);
+  return key.dump();
+}
+
+// Why a recorded cell matches no rebuilt cell: the first setup block that differs from the
+// rebuilt cell with the same label, clients and matrix values, or that there is none.
+std::string setup_mismatch(const ojson& entry, const std::vector<CellSpec>& rebuilt) {
+  for (const CellSpec& c : rebuilt) {
+    const ojson setup = cell_setup_json(c);
+    if (json(entry.value("label", ojson())) != json(setup["label"]) ||
+        json(entry.value("clients", ojson())) != json(setup["clients"]) ||
+        json(entry.value("matrix", ojson())) != json(setup["matrix"]))
+      continue;
+    for (const auto& [key, value] : setup.items())
+      if (key != "index" && (!entry.contains(key) || json(entry[key]) != json(value)))
+        return "/" + key + " differs from the recorded config's cell with the same label, "
+               "clients and matrix values";
+  }
+  return ": its label, clients and matrix values are not a cell of the recorded config";
+}
+
 }  // namespace
 
 int resume_command(const ResumeOptions& o, std::ostream& out, std::ostream& err) {
@@ -117,38 +144,51 @@ int resume_command(const ResumeOptions& o, std::ostream& out, std::ostream& err)
     refuse(o.result_path, "written by walbench rerun, whose cells are not a config's matrix; "
                           "run walbench rerun again for the cells it lacks");
   check_provenance(o.result_path, ctx);
-  std::vector<CellSpec> cells = rebuild_matrix(o.result_path, ctx);
 
-  // Every recorded cell must be the rebuilt cell at its index, setup block by setup block.
+  // Every recorded cell must be a rebuilt cell, setup block by setup block, and no rebuilt cell
+  // may stand for two recorded ones. The recorded config keeps its keys sorted, so its matrix
+  // may expand in another order than the run's: cells are matched by their setup, and each
+  // keeps the index the file gives it.
+  const std::vector<CellSpec> rebuilt = rebuild_matrix(o.result_path, ctx);
+  std::map<std::string, size_t> rebuilt_by_setup;
+  for (size_t j = 0; j < rebuilt.size(); ++j) rebuilt_by_setup[setup_key(cell_setup_json(rebuilt[j]))] = j;
+  std::vector<std::optional<CellSpec>> placed(rebuilt.size());
   std::map<size_t, ojson> finished;
-  std::set<size_t> recorded;
+  bool same_order = true;  // each recorded cell is the rebuilt cell at its own index
   for (size_t i = 0; i < doc["cells"].size(); ++i) {
     const ojson& entry = doc["cells"][i];
     const std::string where = absl::StrFormat("/cells/%d", i);
     if (!entry.contains("index") || !entry["index"].is_number_unsigned())
       refuse(o.result_path, where + "/index: missing; expected the cell's index in the matrix");
     const size_t idx = entry["index"].get<size_t>();
-    if (idx >= cells.size())
+    if (idx >= rebuilt.size())
       refuse(o.result_path, absl::StrFormat("%s: cell index %d, but the recorded config has %d "
                                             "cells: the config cannot be rebuilt identically",
-                                            where, idx, cells.size()));
-    if (!recorded.insert(idx).second)
+                                            where, idx, rebuilt.size()));
+    if (placed[idx])
       refuse(o.result_path, absl::StrFormat("%s: a second cell with index %d", where, idx));
-    const ojson setup = cell_setup_json(cells[idx]);
-    for (const auto& [key, value] : setup.items())
-      if (!entry.contains(key) || json(entry[key]) != json(value))
-        refuse(o.result_path,
-               absl::StrFormat("%s/%s differs from cell %d of the recorded config (%s): the "
-                               "config cannot be rebuilt identically with this walbench",
-                               where, key, idx, o.result_path + " /context/config"));
+    const auto match = rebuilt_by_setup.find(setup_key(entry));
+    if (match == rebuilt_by_setup.end())
+      refuse(o.result_path, where + setup_mismatch(entry, rebuilt) +
+                                ": the config cannot be rebuilt identically with this walbench");
+    const size_t j = match->second;
+    rebuilt_by_setup.erase(match);  // NB: a second recorded cell with this setup finds none
+    same_order = same_order && j == idx;
+    placed[idx] = rebuilt[j];
+    placed[idx]->index = idx;
     if (entry.value("ok", false) && !entry.contains("interrupted")) finished[idx] = entry;
   }
-  const size_t missing = cells.size() - recorded.size();
-  if (missing > 0 && order_sensitive_keys(cells) > 1)
+  // Cells the file lacks (a run that died before writing them) take their place in the
+  // rebuilt order, which is the run's when the recorded cells agree with it and at most one
+  // swept key besides strategy, variants and clients decides it.
+  const size_t missing = rebuilt_by_setup.size();
+  if (missing > 0 && (!same_order || order_sensitive_keys(rebuilt) > 1))
     refuse(o.result_path, absl::StrFormat("%d cells are missing and the matrix has several keys "
                                           "whose file order the recorded config does not keep; "
                                           "run the config again whole",
                                           missing));
+  std::vector<CellSpec> cells;
+  for (size_t k = 0; k < rebuilt.size(); ++k) cells.push_back(placed[k] ? *placed[k] : rebuilt[k]);
 
   std::vector<size_t> to_run;
   for (size_t k = 0; k < cells.size(); ++k)

@@ -86,7 +86,7 @@ using StuckHandlerFactory = std::function<StuckHandler(CellOutcome&, uint32_t r,
 
 // Looks the factory up once per cell (a lookup failure fails the cell).
 void start_cell(const CellSpec& cell, const FactoryLookup& lookup, CellOutcome& co) {
-  if (co.started) return;
+  if (co.started || co.interrupted) return;
   co.started = true;
   try {
     co.factory = lookup(cell);
