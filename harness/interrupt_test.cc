@@ -20,6 +20,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/platform/sim.h"
+#include "harness/interrupt.h"
 #include "tests/temp_dir.h"
 
 extern char** environ;
@@ -151,6 +153,40 @@ void run_uninterrupted(const TempDir& dir) {
 }
 
 }  // namespace
+
+TEST_CASE("the first signal stops a simulation at its next event; it continues once cleared",
+          "[interrupt]") {
+  SimConfig cfg;
+  cfg.cores = 2;
+  uint64_t loops = 0;
+  bool stop = false;
+  Simulation sim(cfg, 1);
+  sim.spawn([&] {
+    while (!stop) {
+      SimPlatform::work(1000);
+      ++loops;
+    }
+  }, "loop");
+  uint64_t loops_at_signal = 0;
+  {
+    InterruptHandlers handlers("");
+    CHECK(interrupt_signal() == 0);
+    sim.at(50000, [&] {
+      request_interrupt(SIGINT);  // what the handler does on a first signal
+      loops_at_signal = loops;
+    });
+    const SimOutcome out = sim.run(10'000'000);
+    CHECK(out.status == SimStatus::kInterrupted);
+    CHECK(interrupt_signal() == SIGINT);
+    CHECK(loops == loops_at_signal);  // not one more event after the signal
+    CHECK(interrupted_error(interrupt_signal()) == "interrupted by SIGINT");
+  }
+  CHECK(interrupt_signal() == 0);  // cleared with the handlers
+  sim.at(100000, [&] { stop = true; });
+  const SimOutcome out = sim.run();
+  CHECK(out.status == SimStatus::kFinished);
+  CHECK(loops > loops_at_signal);
+}
 
 TEST_CASE("a run interrupted with SIGINT and resumed gives the cells of an uninterrupted sim run",
           "[cli][interrupt]") {

@@ -69,7 +69,8 @@ struct CellOutcome {
   std::vector<RepResult> results;
   CellFactory factory = nullptr;
   bool started = false;
-  bool interrupted = false;  // by SIGINT/SIGTERM; with no repetition run: not started
+  bool ran = false;          // some repetition started
+  bool interrupted = false;  // by SIGINT/SIGTERM (harness/interrupt.h)
 };
 
 uint32_t repetitions_of(const CellSpec& cell) { return std::max<uint32_t>(1, cell.run.repetitions); }
@@ -102,12 +103,13 @@ void start_cell(const CellSpec& cell, const FactoryLookup& lookup, CellOutcome& 
   }
 }
 
-// A signal stopped the cell (harness/interrupt.h): its unfinished repetition is left out.
+// A signal stopped the cell or kept it from starting (harness/interrupt.h); a repetition it
+// stopped is left out.
 void mark_interrupted(CellOutcome& co, int sig) {
   co.ok = false;
   co.interrupted = true;
-  co.error = co.reps.empty() ? "not run: " + interrupted_error(sig) + " before it started"
-                             : interrupted_error(sig);
+  co.error = co.ran ? interrupted_error(sig)
+                    : "not run: " + interrupted_error(sig) + " before it started";
 }
 
 // Repetition r of a cell (nothing when the cell already failed).
@@ -118,13 +120,9 @@ void run_cell_repetition(const CellSpec& cell, uint32_t r, const FactoryLookup& 
   start_cell(cell, lookup, co);
   if (!co.ok) return;
   const uint64_t seed = cell.run.seed + r;
+  co.ran = true;
   RepResult rr = run_repetition(cell, co.factory, seed, quiet, err, stuck_handler(co, r, seed));
-  if (!rr.ok && interrupt_signal() != 0) {
-    const bool none_before = co.reps.empty();
-    mark_interrupted(co, interrupt_signal());
-    if (none_before) co.error = interrupted_error(interrupt_signal());  // it had started
-    return;
-  }
+  if (!rr.ok && interrupt_signal() != 0) return mark_interrupted(co, interrupt_signal());
   co.reps.push_back(rr.json);
   if (!rr.ok) {
     co.ok = false;
@@ -237,7 +235,7 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
     line += "  [eta " + format_eta(eta) + "]";
     for (const auto& w : warnings) line += "\n  warning: " + w;
     entries[k] = std::move(cj);
-    if (co.interrupted && co.reps.empty() && co.error.rfind("not run", 0) == 0) return;  // no line
+    if (co.interrupted && !co.ran) return;  // no line for a cell that did not start
     out << line << '\n';
     out.flush();
   };
