@@ -8,6 +8,8 @@
 //   2  bad input: a config or --set error (ConfigError), CLI misuse or a bad result file
 //      (UsageError), a CLI11 parse error, or any other exception. Always exactly one line on
 //      stderr: "walbench: error: <message>".
+//   130, 143  `run`: interrupted by SIGINT, SIGTERM (harness/interrupt.h); the result file
+//      records the finished cells and one line says how to resume.
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,6 +35,7 @@
 #include "harness/provenance.h"
 #include "harness/report.h"
 #include "harness/rerun.h"
+#include "harness/resume.h"
 #include "harness/runner.h"
 
 namespace walbench {
@@ -64,7 +67,8 @@ constexpr const char* kFooter =
     "configs/README.md. `walbench SUBCOMMAND --help` shows a subcommand's options.\n"
     "\n"
     "Exit status: 0 ok; 1 a cell failed (verification, watchdog), or compare paired no cell; 2\n"
-    "bad input (config, command line, result file), reported as one line on stderr.";
+    "bad input (config, command line, result file), reported as one line on stderr; 130/143 a\n"
+    "run interrupted by SIGINT/SIGTERM (resume it with walbench run --resume RESULT).";
 
 std::string one_line(std::string s) {
   for (char& c : s)
@@ -166,7 +170,6 @@ int real_main(int argc, char** argv) {
       "run", "run the matrix of one or more configs, verify every cell, write a result file");
   run->add_option("CONFIG", run_configs,
                   "config file(s); several run one after the other, cells concatenated")
-      ->required()
       ->type_name("FILE");
   run->add_option("-o,--output", run_output,
                   "result file (default: results/<YYYY-MM-DD>-<host>-<config>.json)")
@@ -179,6 +182,13 @@ int real_main(int argc, char** argv) {
       ->type_name("PATH=VALUE");
   run->add_flag("--force", run_force, "overwrite the -o file if it exists (refused otherwise)");
   run->add_flag("-q,--quiet", run_quiet, "no progress lines (the per-cell lines stay)");
+  std::string run_resume;
+  run->add_option("--resume", run_resume,
+                  "finish an interrupted (or failed) run: rebuild the matrix from the config "
+                  "RESULT records, keep its finished cells, run the missing, failed and "
+                  "interrupted ones, and write the complete file over RESULT (or to -o); refused "
+                  "when this binary or the config differ from the run's")
+      ->type_name("RESULT");
   run->add_option("-j,--jobs", run_jobs,
                   "simulated-platform cells run this many at a time, one per core (default: "
                   "the number of cores); a cell on real threads always runs alone, with no "
@@ -187,8 +197,11 @@ int real_main(int argc, char** argv) {
       ->type_name("N");
   run->footer(
       "Example: walbench run configs/quick.json --set run.repetitions=3 -o quick3.json\n"
+      "SIGINT/SIGTERM stops the running cells at once, records them as interrupted, writes the\n"
+      "file and prints the command that resumes it: walbench run --resume RESULT. A second\n"
+      "signal exits at once (the file keeps its last complete version).\n"
       "Exit status: 0 all cells ok; 1 some cell failed (recorded in the result file); 2 bad "
-      "input.");
+      "input; 130/143 interrupted by SIGINT/SIGTERM.");
 
   // rerun
   RerunOptions rr;
@@ -400,6 +413,15 @@ int real_main(int argc, char** argv) {
                 (where.empty() ? "" : where + " ") + "--help)");
   }
 
+  if (*run && !run_resume.empty()) {
+    if (!run_configs.empty() || !run_sets.empty())
+      return fail("run: --resume takes the config from RESULT; give no CONFIG or --set (see "
+                  "walbench run --help)");
+    return resume_command({run_resume, run_output, run_force, run_quiet, run_jobs}, std::cout,
+                          std::cerr);
+  }
+  if (*run && run_configs.empty())
+    return fail("run: CONFIG is required (or --resume RESULT) (see walbench run --help)");
   if (*run) return run_command(run_configs, run_sets, run_output, run_force, run_quiet, run_jobs);
   if (*rerun) return rerun_command(rr, std::cout, std::cerr);
   if (*list) {

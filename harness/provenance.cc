@@ -67,6 +67,8 @@ std::string capture(const std::string& cmd, bool* ok) {
   return out;
 }
 
+}  // namespace
+
 std::string shell_quote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                         "0123456789-_./=:,+@%") == std::string::npos)
@@ -75,8 +77,6 @@ std::string shell_quote(const std::string& s) {
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
 }
-
-}  // namespace
 
 std::string local_date() { return format_now("%Y-%m-%d", /*utc=*/false); }
 

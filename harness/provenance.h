@@ -39,6 +39,9 @@ std::string stale_binary_warning();
 // Today's date in the local time zone, "2026-12-01" (result and preset file names).
 std::string local_date();
 
+// `s` as one shell word: as it is when it needs no quoting, else in single quotes.
+std::string shell_quote(const std::string& s);
+
 // The process's command line, as one shell-quoted string (set once by main()).
 void set_command_line(int argc, char** argv);
 const std::string& command_line();

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "absl/strings/str_format.h"
+#include "harness/interrupt.h"
 #include "harness/measure.h"
 
 namespace walbench {
@@ -69,6 +70,12 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
       d.error = e.what();
     }
     if (!d.error.empty()) fail(d.error);
+    if (!d.error.empty() && interrupt_signal() != 0) {
+      // Stopped between two events (harness/interrupt.h): clients were cut off inside their
+      // inserts, so the model cannot finish; the runner drops this repetition.
+      finalize_json();
+      return res;
+    }
     obs.measured = d.measured && d.error.empty();
     if (obs.measured) {
       obs.txns0 = d.txns0;

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
+#include "harness/interrupt.h"
 #include "harness/provenance.h"
 #include "harness/repetition.h"
 #include "strategies/strategy.h"
@@ -68,6 +69,8 @@ struct CellOutcome {
   std::vector<RepResult> results;
   CellFactory factory = nullptr;
   bool started = false;
+  bool ran = false;          // some repetition started
+  bool interrupted = false;  // by SIGINT/SIGTERM (harness/interrupt.h)
 };
 
 uint32_t repetitions_of(const CellSpec& cell) { return std::max<uint32_t>(1, cell.run.repetitions); }
@@ -84,7 +87,7 @@ using StuckHandlerFactory = std::function<StuckHandler(CellOutcome&, uint32_t r,
 
 // Looks the factory up once per cell (a lookup failure fails the cell).
 void start_cell(const CellSpec& cell, const FactoryLookup& lookup, CellOutcome& co) {
-  if (co.started) return;
+  if (co.started || co.interrupted) return;
   co.started = true;
   try {
     co.factory = lookup(cell);
@@ -100,14 +103,26 @@ void start_cell(const CellSpec& cell, const FactoryLookup& lookup, CellOutcome& 
   }
 }
 
+// A signal stopped the cell or kept it from starting (harness/interrupt.h); a repetition it
+// stopped is left out.
+void mark_interrupted(CellOutcome& co, int sig) {
+  co.ok = false;
+  co.interrupted = true;
+  co.error = co.ran ? interrupted_error(sig)
+                    : "not run: " + interrupted_error(sig) + " before it started";
+}
+
 // Repetition r of a cell (nothing when the cell already failed).
 void run_cell_repetition(const CellSpec& cell, uint32_t r, const FactoryLookup& lookup, bool quiet,
                          std::ostream& err, const StuckHandlerFactory& stuck_handler,
                          CellOutcome& co) {
+  if (co.ok && interrupt_signal() != 0) return mark_interrupted(co, interrupt_signal());
   start_cell(cell, lookup, co);
   if (!co.ok) return;
   const uint64_t seed = cell.run.seed + r;
+  co.ran = true;
   RepResult rr = run_repetition(cell, co.factory, seed, quiet, err, stuck_handler(co, r, seed));
+  if (!rr.ok && interrupt_signal() != 0) return mark_interrupted(co, interrupt_signal());
   co.reps.push_back(rr.json);
   if (!rr.ok) {
     co.ok = false;
@@ -143,6 +158,7 @@ ojson result_context(const std::vector<CellSpec>& cells, const RunOptions& opts)
   ctx["overrides"] = opts.overrides;
   ctx["seed"] = cells.empty() ? ojson(nullptr) : ojson(cells.front().run.seed);
   if (!opts.rerun_of.is_null()) ctx["rerun_of"] = ojson(opts.rerun_of);
+  if (!opts.resumed_from.is_null()) ctx["resumed_from"] = ojson(opts.resumed_from);
   ctx["config"] = ojson(opts.config);
   return ctx;
 }
@@ -161,6 +177,10 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
   doc["cells"] = ojson::array();
   // Entries of finished cells, by matrix position; the file lists them in matrix order.
   std::vector<std::optional<ojson>> entries(cells.size());
+  for (const auto& [k, entry] : opts.finished_cells)
+    if (k < entries.size()) entries[k] = entry;
+  auto kept = [&](size_t k) { return opts.finished_cells.count(k) > 0; };
+  InterruptHandlers interrupt_handlers(opts.output_path);
   auto save = [&]() {
     if (opts.output_path.empty()) return;
     doc["cells"] = ojson::array();
@@ -181,6 +201,7 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
     ojson cj = cell_setup_json(cell);
     cj["ok"] = co.ok;
     cj["error"] = co.ok ? ojson(nullptr) : ojson(co.error);
+    if (co.interrupted) cj["interrupted"] = true;
     const std::vector<std::string> warnings = cell_warnings(cell, nlohmann::json(co.reps));
     cj["warnings"] = warnings;
     cj["repetitions"] = co.reps;
@@ -209,11 +230,12 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
               : absl::StrFormat("rsd %.1f%%", s["tps_rsd_pct"].get<double>());
       line += absl::StrFormat("%.1f tps (%s) verify %s", s["tps_median"].get<double>(), spread, verify);
     } else {
-      line += "FAILED: " + co.error;
+      line += co.interrupted ? co.error : "FAILED: " + co.error;
     }
     line += "  [eta " + format_eta(eta) + "]";
     for (const auto& w : warnings) line += "\n  warning: " + w;
     entries[k] = std::move(cj);
+    if (co.interrupted && !co.ran) return;  // no line for a cell that did not start
     out << line << '\n';
     out.flush();
   };
@@ -249,7 +271,7 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
   std::vector<std::future<CellOutcome>> pending(cells.size());
   std::vector<size_t> parallel;
   for (size_t k = 0; k < cells.size(); ++k)
-    if (opts.jobs > 1 && cells[k].platform.kind == "sim") {
+    if (opts.jobs > 1 && cells[k].platform.kind == "sim" && !kept(k)) {
       pending[k] = promises[k].get_future();
       parallel.push_back(k);
     }
@@ -273,7 +295,7 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
   // (repetition 1 of each, then 2, ...); each is emitted after its last repetition.
   std::vector<size_t> interleaved;
   for (size_t k = 0; k < cells.size(); ++k)
-    if (!pending[k].valid() && cells[k].run.interleave && cells[k].platform.kind != "sim")
+    if (!pending[k].valid() && cells[k].run.interleave && cells[k].platform.kind != "sim" && !kept(k))
       interleaved.push_back(k);
   std::map<size_t, CellOutcome> rounds;
   if (!interleaved.empty()) {
@@ -289,6 +311,7 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
   }
 
   for (size_t k = 0; k < cells.size(); ++k) {
+    if (kept(k)) continue;
     CellOutcome co;
     if (pending[k].valid()) {
       co = pending[k].get();
@@ -303,6 +326,26 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
     save();
   }
   join_workers();
+  if (const int sig = interrupt_signal(); sig != 0) {
+    size_t finished = 0;
+    std::string rerun_rest;  // `walbench rerun` resumes by rerunning the cells it lacks
+    for (size_t k = 0; k < cells.size(); ++k) {
+      if (entries[k] && !entries[k]->contains("interrupted")) ++finished;
+      else rerun_rest += " --cell " + std::to_string(cells[k].index);
+    }
+    std::string how;
+    if (opts.output_path.empty())
+      how = "no result file was asked for";
+    else if (!opts.rerun_of.is_null())
+      how = "the rest with: walbench rerun " +
+            shell_quote(opts.rerun_of.value("file", std::string())) + rerun_rest;
+    else
+      how = "resume with: walbench run --resume " + shell_quote(opts.output_path);
+    err << "walbench: " << interrupted_error(sig) << ": " << finished << " of " << cells.size()
+        << " cells finished; " << how << '\n';
+    err.flush();
+    return 128 + sig;
+  }
   return any_failed ? 1 : 0;
 }
 

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,11 @@ struct RunOptions {
   std::string config_hash;
   std::vector<std::string> overrides;     // the --set PATH=VALUE strings
   nlohmann::json rerun_of;                // `walbench rerun`: {"file", "cells"}; null otherwise
+  // `walbench run --resume`: {"file", "date", "cells"} (harness/resume.h); null otherwise.
+  nlohmann::json resumed_from;
+  // `walbench run --resume`: cell entries kept as they are, by position in `cells`; those cells
+  // do not run again.
+  std::map<size_t, nlohmann::ordered_json> finished_cells;
   bool quiet = false;                     // no progress lines
   // Simulated-platform cells run this many at a time, each on its own OS thread (their results
   // do not depend on it: virtual time). Cells on real threads always run alone: no simulated
@@ -77,13 +83,16 @@ CellFactory registry_factory_lookup(const CellSpec& cell);
 // run.interleave, after each round of repetitions). Returns 0 when every cell succeeded, 1 when
 // some cell failed. Throws std::runtime_error when the result file cannot be written. May end
 // the process with exit code 1 (watchdog, see above).
+// SIGINT/SIGTERM (harness/interrupt.h): the running cells stop at once; they and the cells not
+// started are recorded as interrupted, the file is written, one line on `err` says how to
+// resume, and the return value is 128 + the signal (130, 143).
 int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::ostream& out,
                std::ostream& err);
 int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::ostream& out,
                std::ostream& err, const FactoryLookup& lookup);
 
 // The context block of a result file: provenance (harness/provenance.h), then config_files,
-// config_hash, overrides, seed, rerun_of (when set), config.
+// config_hash, overrides, seed, rerun_of (when set), resumed_from (when set), config.
 nlohmann::ordered_json result_context(const std::vector<CellSpec>& cells, const RunOptions& opts);
 
 // "0m42s", "12m05s", "1h02m03s".

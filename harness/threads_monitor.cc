@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
+#include "harness/interrupt.h"
 #include "harness/measure.h"
 #include "harness/repetition.h"
 #include "harness/runner.h"
@@ -177,6 +178,10 @@ void run_threads_repetition(const CellSpec& cell, CellRun& run, RunControl& ctl,
       ctl.stop.store(true, std::memory_order_release);
       phase = Phase::kStopping;
       stop_at = now = m_end;
+    }
+    if (phase != Phase::kStopping && interrupt_signal() != 0) {  // harness/interrupt.h
+      fail(interrupted_error(interrupt_signal()));
+      ctl.stop.store(true, std::memory_order_release);
     }
     if (phase != Phase::kStopping && ctl.stop.load(std::memory_order_acquire)) {
       // A client failed (or could not start): the window, if open, stays incomplete.

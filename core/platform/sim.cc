@@ -225,6 +225,10 @@ SimOutcome Simulation::run(uint64_t until_ns) {
   SimStatus status = SimStatus::kFinished;
   for (;;) {
     if (error_) break;
+    if (interrupted_.load(std::memory_order_relaxed)) {
+      status = SimStatus::kInterrupted;
+      break;
+    }
     if (!fibers_.empty() && done_ == fibers_.size()) {
       status = SimStatus::kFinished;
       break;

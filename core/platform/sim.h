@@ -346,7 +346,7 @@ struct SimCounters {
   bool operator==(const SimCounters&) const = default;
 };
 
-enum class SimStatus { kFinished, kTimeLimit, kDeadlock };
+enum class SimStatus { kFinished, kTimeLimit, kDeadlock, kInterrupted };
 const char* sim_status_name(SimStatus s);
 
 struct SimFiberReport {
@@ -400,6 +400,10 @@ class Simulation {
   SimOutcome run(uint64_t until_ns = kForever);
   // Unwind every unfinished fiber now (the destructor does it too).
   void cancel_unfinished();
+  // Process-wide interrupt (walbench's SIGINT/SIGTERM handler, harness/interrupt.h): while set,
+  // every run() on any thread returns before its next event with SimStatus::kInterrupted, its
+  // fibers suspended as after a time limit. A lock-free atomic store: safe in a signal handler.
+  static void set_interrupted(bool on) { interrupted_.store(on, std::memory_order_relaxed); }
 
   // Current virtual time: the running fiber's clock, else the scheduler's.
   uint64_t now_ns() const;
@@ -579,6 +583,8 @@ class Simulation {
   uint64_t next_time_ = kForever;  // earliest pending event (stale ones included), at most
                                    // limit_: a running fiber yields once its clock passes it
   uint64_t limit_ = kForever;      // until_ns of the current run()
+  static inline std::atomic<bool> interrupted_{false};  // set_interrupted()
+  static_assert(std::atomic<bool>::is_always_lock_free, "set_interrupted runs in a signal handler");
   size_t done_ = 0;
   bool running_ = false;
   std::exception_ptr error_;

@@ -514,6 +514,7 @@ const char* sim_status_name(SimStatus s) {
     case SimStatus::kFinished: return "finished";
     case SimStatus::kTimeLimit: return "time limit";
     case SimStatus::kDeadlock: return "deadlock";
+    case SimStatus::kInterrupted: return "interrupted";
   }
   return "?";
 }
