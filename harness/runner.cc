@@ -143,6 +143,7 @@ ojson result_context(const std::vector<CellSpec>& cells, const RunOptions& opts)
   ctx["overrides"] = opts.overrides;
   ctx["seed"] = cells.empty() ? ojson(nullptr) : ojson(cells.front().run.seed);
   if (!opts.rerun_of.is_null()) ctx["rerun_of"] = ojson(opts.rerun_of);
+  if (!opts.shard.is_null()) ctx["shard"] = ojson(opts.shard);
   ctx["config"] = ojson(opts.config);
   return ctx;
 }
@@ -163,6 +164,7 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
   std::vector<std::optional<ojson>> entries(cells.size());
   auto save = [&]() {
     if (opts.output_path.empty()) return;
+    if (!opts.shard.is_null()) doc["context"]["shard"]["wall_s"] = seconds(Clock::now() - t_begin);
     doc["cells"] = ojson::array();
     for (const auto& e : entries)
       if (e) doc["cells"].push_back(*e);
