@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <ostream>
@@ -276,6 +277,12 @@ int merge_command(const MergeOptions& o, std::ostream& /*out*/, std::ostream& er
     if (std::count(o.inputs.begin(), o.inputs.end(), path) > 1)
       throw UsageError("merge: " + path + " is given twice");
   check_output_path(o.output_path, o.force, "merge");
+  for (const std::string& path : o.inputs) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(path, o.output_path, ec))
+      throw UsageError("merge: -o " + o.output_path + " is one of the input files (" + path +
+                       "); choose another name");
+  }
   std::vector<MergeInput> inputs;
   for (const std::string& path : o.inputs) {
     load_result_file(path);  // the checks every reader makes, with their messages

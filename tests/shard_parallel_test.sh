@@ -2,7 +2,7 @@
 # Sharded runs end to end (ctest shard_parallel): three shards of a small simulated matrix run
 # at once through GNU parallel, `walbench merge` puts them together, and the merged file holds
 # exactly the cells of the unsharded run (simulated cells are deterministic, so equal means
-# identical JSON) and reports the same table. Merging two of the three shards must fail with
+# identical JSON), reports the same table, compares with it and reruns a cell identically. Merging two of the three shards must fail with
 # one line naming the missing cell.
 # Usage: tests/shard_parallel_test.sh WALBENCH_BINARY SOURCE_DIR
 set -euo pipefail
@@ -42,6 +42,13 @@ for key in ("config_hash", "config", "git_sha", "build"):
 PY
 
 diff <("$walbench" report full.json) <("$walbench" report merged.json)
+"$walbench" compare full.json merged.json >/dev/null
+"$walbench" rerun merged.json --cell 5 -q -j 1 -o rerun5.json >/dev/null
+python3 - full.json rerun5.json <<'PY'
+import json, sys
+full, rerun = (json.load(open(p)) for p in sys.argv[1:3])
+assert rerun["cells"] == [full["cells"][5]], "cell 5 rerun from the merged file differs"
+PY
 
 set +e
 "$walbench" merge shard-1.json shard-2.json -o partial.json 2>err.txt
