@@ -165,9 +165,12 @@ int run_command(const std::vector<std::string>& paths, const std::vector<std::st
   opts.shard = shard;
   std::cerr << stale_binary_warning();
   if (!quiet)
-    std::cerr << absl::StrFormat("walbench: %d cell%s from %s -> %s\n", loaded.cells.size(),
-                                 loaded.cells.size() == 1 ? "" : "s", absl::StrJoin(paths, ", "),
-                                 output);
+    std::cerr << absl::StrFormat("walbench: %d cell%s%s from %s -> %s\n", loaded.cells.size(),
+                                 loaded.cells.size() == 1 ? "" : "s",
+                                 sharded ? absl::StrFormat(" (shard %d/%d of %d cells)", sharded->k,
+                                                           sharded->n, shard["total_cells"].get<size_t>())
+                                         : "",
+                                 absl::StrJoin(paths, ", "), output);
   return run_matrix(loaded.cells, opts, std::cout, std::cerr);
 }
 
