@@ -1,4 +1,4 @@
-// The walbench CLI (CLI11): run, rerun, list, validate, report, compare, calibrate.
+// The walbench CLI (CLI11): run, rerun, merge, list, validate, report, compare, calibrate.
 //
 // Exit status contract (NB: must match the --help footer and configs/README.md):
 //   0  everything ran (and verified)
@@ -20,6 +20,7 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "harness/config.h"
 #include "harness/fidelity.h"
 #include "harness/list.h"
+#include "harness/merge.h"
 #include "harness/provenance.h"
 #include "harness/report.h"
 #include "harness/rerun.h"
@@ -58,6 +60,10 @@ constexpr const char* kFooter =
     "  walbench run configs/insert-locks.json --set run.duration_s=120 -o long.json\n"
     "  walbench report results/2025-01-01-myhost-quick.json\n"
     "  walbench rerun r.json --cell 3            rerun a cell from what the file records\n"
+    "  walbench run c.json --shard 2/3 -o s2.json\n"
+    "                                            shard 2 of 3: every 3rd cell, from the 2nd\n"
+    "  walbench merge s1.json s2.json s3.json -o all.json\n"
+    "                                            the shards' files as one result file\n"
     "  walbench compare base.json new.json       per-cell tps change, NEW/BASE - 1\n"
     "  walbench compare r.json --reference ../shared/reference/insert-locks-fsync-off.csv\n"
     "                                            shapes, peaks, winners vs a published table\n"
@@ -97,11 +103,12 @@ std::string short_hostname() {
 // results/<YYYY-MM-DD>-<host>-<config basename>.json (basenames joined by '+' for several
 // configs), relative to the current directory; "-2", "-3", ... when that file already exists,
 // so a second run on the same day never overwrites the first.
-std::string default_output_path(const std::vector<std::string>& configs) {
+std::string default_output_path(const std::vector<std::string>& configs,
+                                const std::string& suffix = "") {
   std::vector<std::string> stems;
   for (const auto& c : configs) stems.push_back(std::filesystem::path(c).stem().string());
   const std::string base = "results/" + local_date() + "-" + short_hostname() + "-" +
-                           absl::StrJoin(stems, "+");
+                           absl::StrJoin(stems, "+") + suffix;
   std::error_code ec;
   std::filesystem::create_directories("results", ec);
   if (ec) throw UsageError("run: cannot create results/ (" + ec.message() + "); use -o FILE");
@@ -132,8 +139,21 @@ int validate_command(const std::vector<std::string>& paths, const std::vector<st
 }
 
 int run_command(const std::vector<std::string>& paths, const std::vector<std::string>& sets,
-                std::string output, bool force, bool quiet, unsigned jobs) {
-  const LoadedConfigs loaded = load_configs(paths, sets);  // everything validated up front
+                std::string output, bool force, bool quiet, unsigned jobs,
+                const std::optional<std::string>& shard_text) {
+  const std::optional<Shard> sharded =
+      shard_text ? std::optional<Shard>(parse_shard(*shard_text)) : std::nullopt;
+  LoadedConfigs loaded = load_configs(paths, sets);  // everything validated up front
+  nlohmann::json shard;
+  if (sharded) {
+    const Shard& s = *sharded;
+    shard = shard_context(s, loaded.cells.size());
+    std::vector<CellSpec> mine;
+    for (size_t i : shard_cell_indices(s, loaded.cells.size())) mine.push_back(loaded.cells[i]);
+    loaded.cells = std::move(mine);
+    if (output.empty())
+      output = default_output_path(paths, absl::StrFormat("-shard%dof%d", s.k, s.n));
+  }
   if (output.empty())
     output = default_output_path(paths);
   else
@@ -146,11 +166,15 @@ int run_command(const std::vector<std::string>& paths, const std::vector<std::st
   opts.overrides = sets;
   opts.quiet = quiet;
   opts.jobs = jobs;
+  opts.shard = shard;
   std::cerr << stale_binary_warning();
   if (!quiet)
-    std::cerr << absl::StrFormat("walbench: %d cell%s from %s -> %s\n", loaded.cells.size(),
-                                 loaded.cells.size() == 1 ? "" : "s", absl::StrJoin(paths, ", "),
-                                 output);
+    std::cerr << absl::StrFormat("walbench: %d cell%s%s from %s -> %s\n", loaded.cells.size(),
+                                 loaded.cells.size() == 1 ? "" : "s",
+                                 sharded ? absl::StrFormat(" (shard %d/%d of %d cells)", sharded->k,
+                                                           sharded->n, shard["total_cells"].get<size_t>())
+                                         : "",
+                                 absl::StrJoin(paths, ", "), output);
   return run_matrix(loaded.cells, opts, std::cout, std::cerr);
 }
 
@@ -163,7 +187,7 @@ int real_main(int argc, char** argv) {
 
   // run
   std::vector<std::string> run_configs, run_sets;
-  std::string run_output;
+  std::string run_output, run_shard;
   bool run_quiet = false, run_force = false;
   unsigned run_jobs = std::max(1u, std::thread::hardware_concurrency());
   CLI::App* run = app.add_subcommand(
@@ -195,6 +219,11 @@ int real_main(int argc, char** argv) {
                   "simulated cell beside it")
       ->check(CLI::Range(1u, 1024u))
       ->type_name("N");
+  CLI::Option* run_shard_option = run->add_option("--shard", run_shard,
+                  "run only shard K of N: the cells whose index i has i mod N = K-1; the result "
+                  "file records the shard, for `walbench merge` (default file name gets "
+                  "-shardKofN)")
+      ->type_name("K/N");
   run->footer(
       "Example: walbench run configs/quick.json --set run.repetitions=3 -o quick3.json\n"
       "SIGINT/SIGTERM stops the running cells at once, records them as interrupted, writes the\n"
@@ -228,6 +257,22 @@ int real_main(int argc, char** argv) {
       "workload, strategy parameters, run) is in the file; a simulated cell rerun by the same\n"
       "build is identical. The new file's context names the file and cells under \"rerun_of\";\n"
       "a rerun by a binary built from other code says so on stderr.");
+
+  // merge
+  MergeOptions mo;
+  CLI::App* merge = app.add_subcommand(
+      "merge", "combine the result files of a sharded run (run --shard K/N) into one");
+  merge->add_option("RESULT", mo.inputs, "the shards' result files, in any order")
+      ->required()
+      ->type_name("FILE");
+  merge->add_option("-o,--output", mo.output_path, "the merged result file")->required()->type_name("FILE");
+  merge->add_flag("--force", mo.force, "overwrite the -o file if it exists");
+  merge->footer(
+      "Example: walbench merge q-1.json q-2.json q-3.json -o q.json\n"
+      "Refuses (one line, exit status 2) files of different configs (after --set) or builds (git\n"
+      "sha, uncommitted changes, build flags), and a missing or duplicated cell. The merged file\n"
+      "holds the cells in index order, reads like an unsharded run's (report, compare, rerun),\n"
+      "and names the files merged in context.merge with each shard's host, start and wall time.");
 
   // list
   std::string list_what = "all";
@@ -414,15 +459,19 @@ int real_main(int argc, char** argv) {
   }
 
   if (*run && !run_resume.empty()) {
-    if (!run_configs.empty() || !run_sets.empty())
-      return fail("run: --resume takes the config from RESULT; give no CONFIG or --set (see "
-                  "walbench run --help)");
+    if (!run_configs.empty() || !run_sets.empty() || run_shard_option->count())
+      return fail("run: --resume takes the config (and the shard) from RESULT; give no CONFIG, "
+                  "--set or --shard (see walbench run --help)");
     return resume_command({run_resume, run_output, run_force, run_quiet, run_jobs}, std::cout,
                           std::cerr);
   }
   if (*run && run_configs.empty())
     return fail("run: CONFIG is required (or --resume RESULT) (see walbench run --help)");
-  if (*run) return run_command(run_configs, run_sets, run_output, run_force, run_quiet, run_jobs);
+  if (*run)
+    return run_command(run_configs, run_sets, run_output, run_force, run_quiet, run_jobs,
+                       run_shard_option->count() ? std::optional<std::string>(run_shard)
+                                                 : std::nullopt);
+  if (*merge) return merge_command(mo, std::cout, std::cerr);
   if (*rerun) return rerun_command(rr, std::cout, std::cerr);
   if (*list) {
     print_list(std::cout, list_what);

@@ -178,21 +178,41 @@ int resume_command(const ResumeOptions& o, std::ostream& out, std::ostream& err)
     placed[idx]->index = idx;
     if (entry.value("ok", false) && !entry.contains("interrupted")) finished[idx] = entry;
   }
+  // A shard's file (run --shard) resumes that shard only: the cells its context names.
+  std::vector<size_t> scope;
+  if (ctx.contains("shard")) {
+    const json& cells_json = ctx["shard"].value("cells", json(nullptr));
+    if (!cells_json.is_array())
+      refuse(o.result_path, "/context/shard/cells: missing; expected the shard's cell indices");
+    for (const json& c : cells_json) {
+      if (!c.is_number_unsigned() || c.get<size_t>() >= rebuilt.size())
+        refuse(o.result_path, "/context/shard/cells: expected cell indices below " +
+                                  std::to_string(rebuilt.size()));
+      scope.push_back(c.get<size_t>());
+    }
+  } else {
+    for (size_t k = 0; k < rebuilt.size(); ++k) scope.push_back(k);
+  }
   // Cells the file lacks (a run that died before writing them) take their place in the
   // rebuilt order, which is the run's when the recorded cells agree with it and at most one
   // swept key besides strategy, variants and clients decides it.
-  const size_t missing = rebuilt_by_setup.size();
+  size_t missing = 0;
+  for (size_t k : scope) missing += placed[k] ? 0 : 1;
   if (missing > 0 && (!same_order || order_sensitive_keys(rebuilt) > 1))
     refuse(o.result_path, absl::StrFormat("%d cells are missing and the matrix has several keys "
                                           "whose file order the recorded config does not keep; "
                                           "run the config again whole",
                                           missing));
   std::vector<CellSpec> cells;
-  for (size_t k = 0; k < rebuilt.size(); ++k) cells.push_back(placed[k] ? *placed[k] : rebuilt[k]);
-
-  std::vector<size_t> to_run;
-  for (size_t k = 0; k < cells.size(); ++k)
-    if (!finished.count(k)) to_run.push_back(k);
+  std::map<size_t, ojson> finished_by_position;  // run_matrix's keys: positions in `cells`
+  std::vector<size_t> to_run;                    // matrix indices
+  for (size_t k : scope) {
+    if (finished.count(k))
+      finished_by_position[cells.size()] = finished[k];
+    else
+      to_run.push_back(k);
+    cells.push_back(placed[k] ? *placed[k] : rebuilt[k]);
+  }
   if (to_run.empty()) {
     err << "walbench: " << o.result_path << ": every cell finished; nothing to resume\n";
     return 0;
@@ -212,7 +232,8 @@ int resume_command(const ResumeOptions& o, std::ostream& out, std::ostream& err)
   opts.resumed_from = {{"file", o.result_path},
                        {"date", ctx.value("date", json(nullptr))},
                        {"cells", to_run}};
-  opts.finished_cells = std::move(finished);
+  opts.finished_cells = std::move(finished_by_position);
+  if (ctx.contains("shard")) opts.shard = ctx["shard"];
   opts.quiet = o.quiet;
   opts.jobs = o.jobs;
   err << stale_binary_warning();

@@ -159,6 +159,7 @@ ojson result_context(const std::vector<CellSpec>& cells, const RunOptions& opts)
   ctx["seed"] = cells.empty() ? ojson(nullptr) : ojson(cells.front().run.seed);
   if (!opts.rerun_of.is_null()) ctx["rerun_of"] = ojson(opts.rerun_of);
   if (!opts.resumed_from.is_null()) ctx["resumed_from"] = ojson(opts.resumed_from);
+  if (!opts.shard.is_null()) ctx["shard"] = ojson(opts.shard);
   ctx["config"] = ojson(opts.config);
   return ctx;
 }
@@ -183,6 +184,7 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
   InterruptHandlers interrupt_handlers(opts.output_path);
   auto save = [&]() {
     if (opts.output_path.empty()) return;
+    if (!opts.shard.is_null()) doc["context"]["shard"]["wall_s"] = seconds(Clock::now() - t_begin);
     doc["cells"] = ojson::array();
     for (const auto& e : entries)
       if (e) doc["cells"].push_back(*e);

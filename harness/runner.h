@@ -63,6 +63,7 @@ struct RunOptions {
   // `walbench run --resume`: cell entries kept as they are, by position in `cells`; those cells
   // do not run again.
   std::map<size_t, nlohmann::ordered_json> finished_cells;
+  nlohmann::json shard;                   // `run --shard`: harness/merge.h shard_context(); null otherwise
   bool quiet = false;                     // no progress lines
   // Simulated-platform cells run this many at a time, each on its own OS thread (their results
   // do not depend on it: virtual time). Cells on real threads always run alone: no simulated
@@ -92,7 +93,9 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
                std::ostream& err, const FactoryLookup& lookup);
 
 // The context block of a result file: provenance (harness/provenance.h), then config_files,
-// config_hash, overrides, seed, rerun_of (when set), resumed_from (when set), config.
+// config_hash, overrides, seed, rerun_of (when set), resumed_from (when set), shard (when set),
+// config. A sharded run's shard block also gets "wall_s", the real seconds from the start to the
+// last save.
 nlohmann::ordered_json result_context(const std::vector<CellSpec>& cells, const RunOptions& opts);
 
 // "0m42s", "12m05s", "1h02m03s".
