@@ -247,7 +247,10 @@ int real_main(int argc, char** argv) {
   // report
   std::string report_path;
   CLI::App* report = app.add_subcommand(
-      "report", "print a result file as tables of median tps (pgsql-hackers format)");
+      "report",
+      "print a result file as tables (pgsql-hackers format): median tps or another measure, "
+      "absolute or in % of a variant, or the wait-event shares, with any swept key in the "
+      "columns or rows");
   report->add_option("RESULT", report_path, "result JSON written by walbench run")
       ->required()
       ->type_name("FILE");

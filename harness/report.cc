@@ -791,8 +791,9 @@ int report_command(const std::string& result_path, std::ostream& out, std::ostre
                  : shown == ranked.size() ? absl::StrFormat("; every event sampled (%d)", shown)
                                           : absl::StrFormat(
                                                 "; the %d events with the largest share in any row, "
-                                                "other = the remaining %d events",
-                                                shown, ranked.size() - shown);
+                                                "other = the remaining %d event%s",
+                                                shown, ranked.size() - shown,
+                                                ranked.size() - shown == 1 ? "" : "s");
     } else if (options.ratio.empty()) {
       t = value_table(g, views, layout, [&](size_t i) -> std::string {
         const CellView& v = views[i];

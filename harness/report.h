@@ -26,11 +26,13 @@
 // key, each part named like "16_clients" or "8_num_locks"; the keys in neither split the file
 // into tables and are named in the line under each. Values sort as numbers where they are
 // numbers, else in file order; labels keep file order. `--columns num_locks` on a
-// NUM_XLOGINSERT_LOCKS sweep:
+// NUM_XLOGINSERT_LOCKS sweep (README "Tables by any key"):
 //
-//                     1      8     64
-//   procno_4_clients  2104   3010   3020
-//   procno_16_clients 2390   7702   8114
+//                                1        8       64
+//   procno_4_clients          668940  1010372  1011086
+//   procno_16_clients         631300  1056690  1109406
+//   random_stride_4_clients   662704  1011540  1013192
+//   random_stride_16_clients  472590  1311800  1136898
 //   workload ..., median tps, record_size=16; columns: strategy.params.num_locks
 //
 // --metric picks another measure of the cell (report_metric_names(); the line names it and

@@ -771,11 +771,13 @@ TEST_CASE("report --columns puts a swept key in the columns (golden)", "[report]
         "procno_16_clients         1601  1608  1664\n"
         "random_stride_4_clients    602   612   696\n"
         "random_stride_16_clients  2402  2412  2496\n"
-        "workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, median tps, record_size=16; columns: strategy.params.num_locks\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps, record_size=16; columns: strategy.params.num_locks\n"
         "\n"
         "                   8\n"
         "procno_4_clients  50\n"
-        "workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, median tps, record_size=4096; columns: strategy.params.num_locks\n");
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps, record_size=4096; columns: strategy.params.num_locks\n");
 }
 
 TEST_CASE("report --ratio shows each cell in % of the baseline variant (golden)", "[report]") {
@@ -794,11 +796,16 @@ TEST_CASE("report --ratio shows each cell in % of the baseline variant (golden)"
         "procno_16_clients         FAILED  100.0%  100.0%\n"
         "random_stride_4_clients   150.0%  150.0%  150.0%\n"
         "random_stride_16_clients     n/a  150.0%  150.0%\n"
-        "workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, median tps, record_size=16; columns: strategy.params.num_locks; in % of procno: 100% = procno's median tps with the same clients and num_locks; n/a: procno has no value there\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps, record_size=16; columns: strategy.params.num_locks; "
+        "in % of procno: 100% = procno's median tps with the same clients and num_locks; "
+        "n/a: procno has no value there\n"
         "\n"
         "                       8\n"
         "procno_4_clients  100.0%\n"
-        "workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, median tps, record_size=4096; columns: strategy.params.num_locks; in % of procno: 100% = procno's median tps with the same clients and num_locks\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps, record_size=4096; columns: strategy.params.num_locks; "
+        "in % of procno: 100% = procno's median tps with the same clients and num_locks\n"
         "\n"
         "failed cells (1):\n"
         "  procno_16_clients record_size=16 strategy.params.num_locks=1: watchdog: no progress\n");
@@ -813,17 +820,24 @@ TEST_CASE("report --ratio shows each cell in % of the baseline variant (golden)"
           "1_num_locks   FAILED            n/a\n"
           "8_num_locks   100.0%         150.0%\n"
           "64_num_locks  100.0%         150.0%\n"
-          "workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, median tps, clients=16, record_size=16; columns: label; in % of procno: 100% = procno's median tps in the same row; n/a: procno has no value there\n"
+          "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+          "3 repetitions x 5 s, median tps, clients=16, record_size=16; columns: label; "
+          "in % of procno: 100% = procno's median tps in the same row; "
+          "n/a: procno has no value there\n"
           "\n"
           "              procno  random_stride\n"
           "1_num_locks   100.0%         150.0%\n"
           "8_num_locks   100.0%         150.0%\n"
           "64_num_locks  100.0%         150.0%\n"
-          "workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, median tps, clients=4, record_size=16; columns: label; in % of procno: 100% = procno's median tps in the same row\n"
+          "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+          "3 repetitions x 5 s, median tps, clients=4, record_size=16; columns: label; "
+          "in % of procno: 100% = procno's median tps in the same row\n"
           "\n"
           "             procno\n"
           "8_num_locks  100.0%\n"
-          "workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, median tps, clients=4, record_size=4096; columns: label; in % of procno: 100% = procno's median tps in the same row\n"
+          "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+          "3 repetitions x 5 s, median tps, clients=4, record_size=4096; columns: label; "
+          "in % of procno: 100% = procno's median tps in the same row\n"
           "\n"
           "failed cells (1):\n"
           "  procno_16_clients record_size=16 strategy.params.num_locks=1: watchdog: no progress\n");
@@ -844,11 +858,13 @@ TEST_CASE("report --rows puts a swept key beside the label in the rows (golden)"
         "random_stride_1_num_locks   602  2402\n"
         "random_stride_8_num_locks   612  2412\n"
         "random_stride_64_num_locks  696  2496\n"
-        "workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, median tps, record_size=16; columns: clients\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps, record_size=16; columns: clients\n"
         "\n"
         "                     4\n"
         "procno_8_num_locks  50\n"
-        "workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, median tps, record_size=4096; columns: clients\n");
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps, record_size=4096; columns: clients\n");
 }
 
 // Repetitions with latency percentiles and wait-event samples.
@@ -879,14 +895,16 @@ TEST_CASE("report --metric prints another measure and names it with its unit (go
         "procno_4_clients   0.600\n"
         "procno_16_clients  2.125\n"
         "procno_64_clients      -\n"
-        "workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, p99 latency in ms (median over the repetitions)\n");
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, p99 latency in ms (median over the repetitions)\n");
   o.metric = "bytes_per_s";
   CHECK(report_text(path, o) ==
         "                       16\n"
         "procno_4_clients   100000\n"
         "procno_16_clients  300000\n"
         "procno_64_clients  400000\n"
-        "workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, median WAL bytes per second\n");
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median WAL bytes per second\n");
 }
 
 TEST_CASE("report --wait-events: shares per cell, the largest as columns, the rest as other (golden)",
@@ -910,23 +928,37 @@ TEST_CASE("report --wait-events: shares per cell, the largest as columns, the re
         "procno_4_clients    90.0%              10.0%             0.0%        0.0%               0.0%                    0.0%    0.0%\n"
         "procno_16_clients   65.0%              20.0%             5.0%        4.0%               3.0%                    2.0%    1.0%\n"
         "procno_64_clients  FAILED             FAILED           FAILED      FAILED             FAILED                  FAILED  FAILED\n"
-        "workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, wait-event shares in % of the samples of the timed windows (all repetitions), record_size=16; the 6 events with the largest share in any row, other = the remaining 2 events\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, "
+        "wait-event shares in % of the samples of the timed windows (all repetitions), "
+        "record_size=16; the 6 events with the largest share in any row, "
+        "other = the remaining 2 events\n"
         "\n"
         "                  samples\n"
         "procno_4_clients        -\n"
-        "workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, wait-event shares in % of the samples of the timed windows (all repetitions), record_size=4096; no wait-event samples\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, "
+        "wait-event shares in % of the samples of the timed windows (all repetitions), "
+        "record_size=4096; no wait-event samples\n"
         "\n"
         "failed cells (1):\n"
         "  procno_64_clients record_size=16: verify failed: at 0/01A2B3C8: bad prev link\n");
   o.format = "csv";
   CHECK(report_text(path, o) ==
-        "# workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, wait-event shares in % of the samples of the timed windows (all repetitions), record_size=16; the 6 events with the largest share in any row, other = the remaining 2 events\n"
+        "# workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, "
+        "wait-event shares in % of the samples of the timed windows (all repetitions), "
+        "record_size=16; the 6 events with the largest share in any row, "
+        "other = the remaining 2 events\n"
         ",CPU,LWLock:wal_insert,LWLock:WALWrite,IO:WALSync,LWLock:XidGenLock,LWLock:CLogControlLock,other\n"
         "procno_4_clients,90.0,10.0,0.0,0.0,0.0,0.0,0.0\n"
         "procno_16_clients,65.0,20.0,5.0,4.0,3.0,2.0,1.0\n"
         "procno_64_clients,FAILED,FAILED,FAILED,FAILED,FAILED,FAILED,FAILED\n"
         "\n"
-        "# workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, wait-event shares in % of the samples of the timed windows (all repetitions), record_size=4096; no wait-event samples\n"
+        "# workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, "
+        "wait-event shares in % of the samples of the timed windows (all repetitions), "
+        "record_size=4096; no wait-event samples\n"
         ",samples\n"
         "procno_4_clients,-\n"
         "\n"
@@ -950,14 +982,17 @@ TEST_CASE("report --format markdown and csv (golden)", "[report]") {
         "| procno_4_clients | 1000 | 900 |\n"
         "| random_stride_4_clients | FAILED | - |\n"
         "\n"
-        "workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, median tps\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps\n"
         "\n"
         "failed cells (1):\n"
         "- random_stride_4_clients record_size=16: verify failed: at 0/01A2B3C8: bad prev link\n");
   o.format = "csv";
   o.ratio = "procno";
   CHECK(report_text(path, o) ==
-        "# workload emit_message (synchronous_commit=on), storage memory, platform threads, 3 repetitions x 5 s, median tps; in % of procno: 100% = procno's median tps with the same clients and record_size\n"
+        "# workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps; "
+        "in % of procno: 100% = procno's median tps with the same clients and record_size\n"
         ",16,\"uniform(16,1024)\"\n"
         "procno_4_clients,100.0,100.0\n"
         "random_stride_4_clients,FAILED,-\n"
