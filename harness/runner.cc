@@ -13,7 +13,6 @@
 #include <mutex>
 #include <optional>
 #include <ostream>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
