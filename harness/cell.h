@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,6 +82,9 @@ struct RunControl {
   std::atomic<bool> stop{false};       // clients return from client_main when set
   std::atomic<bool> measuring{false};  // inside the timed window: record latencies
   std::vector<ClientCounters> counters;
+  // A self-driven (simulated) repetition calls it at each progress point as the point happens,
+  // on the thread running the simulation, with virtual seconds; empty: no call.
+  std::function<void(double t_s, double tps, double lat_ms, double stddev_ms)> on_progress;
   explicit RunControl(uint32_t clients) : counters(clients) {}
 };
 

@@ -305,11 +305,39 @@ int real_main(int argc, char** argv) {
   // report
   std::string report_path;
   CLI::App* report = app.add_subcommand(
-      "report", "print a result file as tables of median tps (pgsql-hackers format)");
+      "report",
+      "print a result file as tables (pgsql-hackers format): median tps or another measure, "
+      "absolute or in % of a variant, or the wait-event shares, with any swept key in the "
+      "columns or rows");
   report->add_option("RESULT", report_path, "result JSON written by walbench run")
       ->required()
       ->type_name("FILE");
-  report->footer("Example: walbench report results/2025-01-01-myhost-quick.json");
+  ReportOptions rep;
+  report->add_option("--columns", rep.columns,
+                     "put this swept key in the columns instead of the record size: label, "
+                     "clients, record_size or a matrix key (strategy.params.num_locks, or "
+                     "num_locks when unique)")
+      ->type_name("KEY");
+  report->add_option("--rows", rep.rows,
+                     "rows are <label>_<value>_<KEY> instead of <label>_<clients>_clients")
+      ->type_name("KEY");
+  report->add_option("--ratio", rep.ratio,
+                     "each cell in % of this variant's cell with the same other row keys and "
+                     "column (100% = BASELINE)")
+      ->type_name("BASELINE");
+  report->add_option("--metric", rep.metric, "the measure in the cells (default tps): " + report_metric_names())
+      ->type_name("NAME");
+  report->add_flag("--wait-events", rep.wait_events,
+                   "the wait-event shares per cell in % of the samples: the 6 events with the "
+                   "largest share in any row, the rest as \"other\"");
+  report->add_option("--format", rep.format, "text (pgsql-hackers layout, default), markdown or csv")
+      ->type_name("FORMAT");
+  report->footer(
+      "Examples:\n"
+      "  walbench report results/2025-01-01-myhost-quick.json\n"
+      "  walbench report r.json --columns num_locks --ratio procno     % of procno per lock count\n"
+      "  walbench report r.json --metric p99 --format markdown\n"
+      "  walbench report r.json --wait-events --format csv");
 
   // compare
   std::string cmp_base, cmp_new;
@@ -478,7 +506,7 @@ int real_main(int argc, char** argv) {
     return 0;
   }
   if (*validate) return validate_command(val_configs, val_sets);
-  if (*report) return report_command(report_path, std::cout, std::cerr);
+  if (*report) return report_command(report_path, std::cout, std::cerr, rep);
   if (*calibrate) {
     cal.fsync_dir = cal_fsync == "none" ? "" : cal_fsync;
     return calibrate_command(cal, cal_output, std::cout, std::cerr);

@@ -1,6 +1,7 @@
 // One repetition of one cell; see repetition.h and harness/RESULTS.md.
 #include "harness/repetition.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <ostream>
@@ -64,6 +65,16 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
     // A simulated platform runs its clients as fibers in virtual time; it reports the same
     // observations the thread monitor makes, in virtual seconds.
     DrivenRun d;
+    if (!quiet && cell.run.progress_interval_s > 0) {
+      const uint32_t nreps = std::max<uint32_t>(1, cell.run.repetitions);
+      const std::string note =
+          nreps > 1 ? absl::StrFormat(" (virtual time, repetition %d/%d)", seed - cell.run.seed + 1, nreps)
+                    : std::string(" (virtual time)");
+      ctl.on_progress = [&err, note](double t, double tps, double lat_ms, double stddev_ms) {
+        err << format_progress_line(t, tps, lat_ms, stddev_ms) + note + "\n";
+        err.flush();
+      };
+    }
     try {
       d = run->drive(ctl, cell.run);
     } catch (const std::exception& e) {
@@ -86,11 +97,7 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
       obs.model_at_open = d.model_at_open;
       obs.model_at_close = d.model_at_close;
     }
-    for (const auto& p : d.progress) {
-      obs.progress.push_back(progress_entry(p.t, p.tps, p.lat_ms, p.stddev_ms));
-      if (!quiet && cell.run.progress_interval_s > 0)
-        err << format_progress_line(p.t, p.tps, p.lat_ms, p.stddev_ms) << '\n';
-    }
+    for (const auto& p : d.progress) obs.progress.push_back(progress_entry(p.t, p.tps, p.lat_ms, p.stddev_ms));
     obs.wait_samples = d.wait_samples;
     platform_stats = d.platform_stats;
   } else {

@@ -5,19 +5,20 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <ostream>
-#include <set>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "harness/config.h"
+#include "harness/measure.h"
 #include "harness/pairing.h"
 #include "harness/pairing_noise.h"
 #include "harness/runner.h"
@@ -45,6 +46,22 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// The axes a table can put in its rows or columns: the variant label, the client count, the
+// record size, or any other matrix key by its path ("strategy.params.num_locks").
+constexpr const char* kLabelAxis = "label";
+constexpr const char* kClientsAxis = "clients";
+constexpr const char* kRecordSizeAxis = "record_size";
+
+// Which axes make a table's rows (their values joined into the row name) and its columns; every
+// axis in neither splits the file into tables. The default is the pgsql-hackers layout.
+struct Layout {
+  std::vector<std::string> rows{kLabelAxis, kClientsAxis};
+  std::string columns = kRecordSizeAxis;  // empty: the columns are wait events
+  bool has_axis(const std::string& axis) const {
+    return columns == axis || std::find(rows.begin(), rows.end(), axis) != rows.end();
+  }
+};
+
 // One cell of a result file, as the tables see it.
 struct CellView {
   std::string label;
@@ -58,6 +75,10 @@ struct CellView {
   std::string group_key;  // everything that must be equal to share a table
   std::string footer;     // the line under the table
   std::vector<double> rep_tps;  // compare: repetitions[*].tps that are not null
+  std::vector<std::string> row_parts;  // the values of the layout's row axes
+  std::string row_name;                // "insert_locks_atomic_16_clients"
+  std::string column_value;            // the value of its column axis ("" for wait events)
+  const json* source = nullptr;        // the cell in its file
 
   std::string row() const { return absl::StrFormat("%s_%d_clients", label, clients); }
   std::string describe() const {
@@ -114,7 +135,28 @@ void erase_set_path(json& key, const std::string& path) {
   b.erase(name);
 }
 
-std::vector<CellView> views_of(const json& doc) {
+// The value of `axis` for a cell ("-" when its matrix lacks the key).
+std::string axis_value(const CellView& v, const json& cell, const std::string& axis) {
+  if (axis == kLabelAxis) return v.label;
+  if (axis == kClientsAxis) return std::to_string(v.clients);
+  if (axis == kRecordSizeAxis) return v.column;
+  const json& matrix = member_or_null(cell, "matrix");
+  return matrix.is_object() && matrix.contains(axis) ? value_text(matrix[axis]) : "-";
+}
+
+// A part of a row name: the label itself, else the value and the key's last component
+// ("16_clients", "8_num_locks").
+std::string row_part_text(const std::string& axis, const std::string& value) {
+  if (axis == kLabelAxis) return value;
+  const size_t dot = axis.rfind('.');
+  return value + "_" + (dot == std::string::npos ? axis : axis.substr(dot + 1));
+}
+
+// The line under the table names `measure` where the default table says "median tps".
+std::string setup_line_measuring(const json& cell, const json& matrix_rest, const std::string& measure);
+
+std::vector<CellView> views_of(const json& doc, const Layout& layout = Layout{},
+                               const std::string& measure = "median tps") {
   // The config paths an override variant of the file sets (the cells' "set"): the labels tell
   // those rows apart, so the paths leave the table key, as a strategy's parameters do, and the
   // line under the table names them.
@@ -128,6 +170,7 @@ std::vector<CellView> views_of(const json& doc) {
   std::vector<CellView> views;
   for (const json& cell : doc["cells"]) {
     CellView v;
+    v.source = &cell;
     v.label = cell["label"].get<std::string>();
     v.clients = cell["clients"].get<uint64_t>();
     v.ok = cell["ok"].get<bool>();
@@ -150,41 +193,65 @@ std::vector<CellView> views_of(const json& doc) {
         v.matrix_rest[k] = val;
       }
     }
+    // What the layout puts in the rows or columns leaves the table key and the line under the
+    // table; clients and the record size, when neither, join them.
+    json rest = v.matrix_rest;
+    for (const std::string& axis : layout.rows) rest.erase(axis);
+    rest.erase(layout.columns);
     json key = json::object();
     for (const char* block : {"platform", "wal", "commit", "run"}) key[block] = member_or_null(cell, block);
     json w = member_or_null(cell, "workload");
-    if (w.is_object()) {
+    if (w.is_object() && layout.has_axis(kRecordSizeAxis)) {
       w.erase("record_size");
       w.erase("record_size_label");
     }
     key["workload"] = w;
-    key["matrix"] = v.matrix_rest;
+    key["matrix"] = rest;
+    if (!layout.has_axis(kClientsAxis)) {
+      key["clients"] = v.clients;
+      rest[kClientsAxis] = v.clients;
+    }
+    if (!layout.has_axis(kRecordSizeAxis)) rest[kRecordSizeAxis] = v.column;
     for (const std::string& p : set_paths) erase_set_path(key, p);
+    for (const std::string& axis : layout.rows) erase_set_path(key, axis);
+    erase_set_path(key, layout.columns);
     v.group_key = key.dump();
-    v.footer = setup_line(cell, v.matrix_rest);
+    v.footer = setup_line_measuring(cell, rest, measure);
     if (!set_paths.empty()) v.footer += "; variants set " + absl::StrJoin(set_paths, ", ");
     for (const json& rep : member_or_null(cell, "repetitions"))
       if (rep.is_object() && rep.contains("tps") && rep["tps"].is_number())
         v.rep_tps.push_back(rep["tps"].get<double>());
+    std::vector<std::string> names;
+    for (const std::string& axis : layout.rows) {
+      v.row_parts.push_back(axis_value(v, cell, axis));
+      names.push_back(row_part_text(axis, v.row_parts.back()));
+    }
+    v.row_name = absl::StrJoin(names, "_");
+    if (!layout.columns.empty()) v.column_value = axis_value(v, cell, layout.columns);
     views.push_back(std::move(v));
   }
   return views;
 }
 
+// (row parts joined, column value): one cell of a table.
+using Slot = std::pair<std::string, std::string>;
+
+std::string row_key(const std::vector<std::string>& parts) { return absl::StrJoin(parts, "\x1f"); }
+
 struct Group {
   std::string key;
   std::string footer;
-  std::vector<size_t> cells;                                      // indices into the views
-  std::map<std::tuple<std::string, uint64_t, std::string>, size_t> slot;  // (label, clients, column)
+  std::vector<size_t> cells;      // indices into the views
+  std::map<Slot, size_t> slot;    // the view in each slot
 };
 
-// Groups in order of first appearance. A second cell for an occupied (label, clients, column)
-// slot opens another table with the same key rather than hiding one of the two.
+// Groups in order of first appearance. A second cell for an occupied slot opens another table
+// with the same key rather than hiding one of the two.
 std::vector<Group> group_views(const std::vector<CellView>& views) {
   std::vector<Group> groups;
   for (size_t i = 0; i < views.size(); ++i) {
     const CellView& v = views[i];
-    const auto slot = std::make_tuple(v.label, v.clients, v.column);
+    const Slot slot{row_key(v.row_parts), v.column_value};
     Group* target = nullptr;
     for (auto& g : groups)
       if (g.key == v.group_key && !g.slot.count(slot)) {
@@ -201,50 +268,104 @@ std::vector<Group> group_views(const std::vector<CellView>& views) {
   return groups;
 }
 
-bool is_decimal(const std::string& s) {
-  return !s.empty() && s.size() < 19 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+// "16", "-3", "0.5": a value that sorts as a number.
+bool is_number(const std::string& s) {
+  size_t i = s.size() > 1 && s[0] == '-' ? 1 : 0;
+  const size_t digits = i;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+  if (i == digits) return false;
+  if (i < s.size() && s[i] == '.') {
+    const size_t frac = ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    if (i == frac) return false;
+  }
+  return i == s.size();
 }
 
-// Renders one group with `text(view index)` as the cell text.
-template <class CellText>
-std::string render_group(const Group& g, const std::vector<CellView>& views, CellText text) {
-  // Columns: fixed (decimal) sizes ascending, then the others in order of appearance.
-  std::vector<std::string> columns;
-  for (size_t i : g.cells)
-    if (std::find(columns.begin(), columns.end(), views[i].column) == columns.end())
-      columns.push_back(views[i].column);
-  std::stable_sort(columns.begin(), columns.end(), [](const std::string& a, const std::string& b) {
-    const bool da = is_decimal(a), db = is_decimal(b);
-    if (da && db) return std::stoull(a) < std::stoull(b);
-    return da && !db;
-  });
-  // Rows: labels in order of appearance, clients ascending.
-  std::vector<std::string> labels;
-  for (size_t i : g.cells)
-    if (std::find(labels.begin(), labels.end(), views[i].label) == labels.end())
-      labels.push_back(views[i].label);
-  std::vector<std::pair<std::string, uint64_t>> rows;
-  for (const auto& label : labels) {
-    std::set<uint64_t> clients;
-    for (size_t i : g.cells)
-      if (views[i].label == label) clients.insert(views[i].clients);
-    for (uint64_t c : clients) rows.emplace_back(label, c);
-  }
+// The values of one axis in table order: numbers ascending, then the others in order of
+// appearance; labels keep their order of appearance.
+std::vector<std::string> axis_order(std::vector<std::string> values, bool keep_order) {
+  if (!keep_order)
+    std::stable_sort(values.begin(), values.end(), [](const std::string& a, const std::string& b) {
+      const bool na = is_number(a), nb = is_number(b);
+      if (na && nb) return std::strtod(a.c_str(), nullptr) < std::strtod(b.c_str(), nullptr);
+      return na && !nb;
+    });
+  return values;
+}
 
-  std::vector<std::string> header{""};
-  header.insert(header.end(), columns.begin(), columns.end());
+void add_once(std::vector<std::string>& list, const std::string& value) {
+  if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+}
+
+// The group's column values in table order.
+std::vector<std::string> ordered_columns(const Group& g, const std::vector<CellView>& views, bool keep_order) {
+  std::vector<std::string> columns;
+  for (size_t i : g.cells) add_once(columns, views[i].column_value);
+  return axis_order(columns, keep_order);
+}
+
+// The group's rows in table order: lexicographic by the rank of each part on its axis. Each
+// row is (its parts, its name).
+std::vector<std::pair<std::vector<std::string>, std::string>> ordered_rows(
+    const Group& g, const std::vector<CellView>& views, const std::vector<bool>& keep_order) {
+  std::vector<std::pair<std::vector<std::string>, std::string>> rows;
+  std::vector<std::vector<std::string>> per_axis(keep_order.size());
+  for (size_t i : g.cells) {
+    const CellView& v = views[i];
+    if (std::none_of(rows.begin(), rows.end(), [&](const auto& r) { return r.first == v.row_parts; }))
+      rows.emplace_back(v.row_parts, v.row_name);
+    for (size_t a = 0; a < per_axis.size() && a < v.row_parts.size(); ++a) add_once(per_axis[a], v.row_parts[a]);
+  }
+  std::vector<std::map<std::string, size_t>> rank(per_axis.size());
+  for (size_t a = 0; a < per_axis.size(); ++a) {
+    const std::vector<std::string> order = axis_order(per_axis[a], keep_order[a]);
+    for (size_t r = 0; r < order.size(); ++r) rank[a][order[r]] = r;
+  }
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto& x, const auto& y) {
+    for (size_t a = 0; a < rank.size() && a < x.first.size(); ++a) {
+      const size_t rx = rank[a].at(x.first[a]), ry = rank[a].at(y.first[a]);
+      if (rx != ry) return rx < ry;
+    }
+    return false;
+  });
+  return rows;
+}
+
+// A table before rendering: the header (its first entry heads the row names) and the rows.
+struct Table {
+  std::vector<std::string> header;
   std::vector<std::vector<std::string>> body;
-  for (const auto& [label, clients] : rows) {
-    std::vector<std::string> line{absl::StrFormat("%s_%d_clients", label, clients)};
+};
+
+// A group with its column values as columns and `text(view index)` in each cell ("-" for an
+// empty slot).
+template <class CellText>
+Table value_table(const Group& g, const std::vector<CellView>& views, const Layout& layout, CellText text) {
+  std::vector<bool> keep_order;
+  for (const std::string& axis : layout.rows) keep_order.push_back(axis == kLabelAxis);
+  const std::vector<std::string> columns = ordered_columns(g, views, layout.columns == kLabelAxis);
+  Table t;
+  t.header.push_back("");
+  t.header.insert(t.header.end(), columns.begin(), columns.end());
+  for (const auto& [parts, name] : ordered_rows(g, views, keep_order)) {
+    std::vector<std::string> line{name};
     for (const auto& col : columns) {
-      const auto it = g.slot.find(std::make_tuple(label, clients, col));
+      const auto it = g.slot.find(Slot{row_key(parts), col});
       line.push_back(it == g.slot.end() ? "-" : text(it->second));
     }
-    body.push_back(std::move(line));
+    t.body.push_back(std::move(line));
   }
-  std::string s = render_table(header, body);
-  s += g.footer + '\n';
-  return s;
+  return t;
+}
+
+// Renders one group in the default layout with `text(view index)` as the cell text, and the
+// line under it (compare).
+template <class CellText>
+std::string render_group(const Group& g, const std::vector<CellView>& views, CellText text) {
+  const Layout pgsql_hackers;  // (GCC 12 crashes on a Layout{} temporary here)
+  const Table t = value_table(g, views, pgsql_hackers, text);
+  return render_table(t.header, t.body) + g.footer + '\n';
 }
 
 }  // namespace
@@ -268,7 +389,9 @@ bool is_label_value(const json& v, const std::string& label) {
 
 std::string value_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
-std::string setup_line(const json& cell, const json& matrix_rest) {
+namespace {
+
+std::string setup_line_measuring(const json& cell, const json& matrix_rest, const std::string& measure) {
   const json& w = member_or_null(cell, "workload");
   const json& c = member_or_null(cell, "commit");
   const json& wal = member_or_null(cell, "wal");
@@ -314,10 +437,16 @@ std::string setup_line(const json& cell, const json& matrix_rest) {
     if (v != "native") s += absl::StrFormat(" %s=%s", policy, v);
   }
   const uint64_t reps = get_or<uint64_t>(r, "repetitions", 1);
-  s += absl::StrFormat(", %d repetition%s x %g s, median tps", reps, reps == 1 ? "" : "s",
-                       get_or<double>(r, "duration_s", 0.0));
+  s += absl::StrFormat(", %d repetition%s x %g s, %s", reps, reps == 1 ? "" : "s",
+                       get_or<double>(r, "duration_s", 0.0), measure);
   for (const auto& [k, v] : matrix_rest.items()) s += ", " + k + "=" + value_text(v);
   return s;
+}
+
+}  // namespace
+
+std::string setup_line(const json& cell, const json& matrix_rest) {
+  return setup_line_measuring(cell, matrix_rest, "median tps");
 }
 
 std::string render_table(const std::vector<std::string>& header,
@@ -394,29 +523,319 @@ json load_result_file(const std::string& path) {
   return doc;
 }
 
-int report_command(const std::string& result_path, std::ostream& out, std::ostream& /*err*/) {
+namespace {
+
+// A measure a cell records, for `report --metric`.
+struct Metric {
+  const char* name;
+  const char* measure;       // in the line under the table ("median tps")
+  int decimals;
+  const char* summary_key;   // the cell's summary field, or null
+  const char* latency_key;   // else this repetitions[*].latency_ms field, median over them
+};
+
+constexpr Metric kMetrics[] = {
+    {"tps", "median tps", 0, "tps_median", nullptr},
+    {"tps_min", "lowest tps of the repetitions", 0, "tps_min", nullptr},
+    {"tps_max", "highest tps of the repetitions", 0, "tps_max", nullptr},
+    {"tps_rsd", "tps relative standard deviation over the repetitions in %", 1, "tps_rsd_pct", nullptr},
+    {"bytes_per_s", "median WAL bytes per second", 0, "bytes_per_s_median", nullptr},
+    {"lat_mean", "mean latency in ms (median of the repetitions' means)", 3, "lat_ms_median", nullptr},
+    {"lat_stddev", "latency standard deviation in ms (median over the repetitions)", 3, nullptr, "stddev"},
+    {"p50", "p50 latency in ms (median over the repetitions)", 3, nullptr, "p50"},
+    {"p90", "p90 latency in ms (median over the repetitions)", 3, nullptr, "p90"},
+    {"p99", "p99 latency in ms (median over the repetitions)", 3, nullptr, "p99"},
+    {"p999", "p99.9 latency in ms (median over the repetitions)", 3, nullptr, "p999"},
+};
+
+// The columns of a wait-event table: the events with the largest share in any of its cells.
+constexpr size_t kWaitEventColumns = 6;
+
+const Metric* find_metric(const std::string& name) {
+  for (const Metric& m : kMetrics)
+    if (name == m.name) return &m;
+  return nullptr;
+}
+
+std::optional<double> metric_value(const Metric& m, const json& cell) {
+  if (m.summary_key) {
+    const json& v = member_or_null(member_or_null(cell, "summary"), m.summary_key);
+    return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt;
+  }
+  std::vector<double> values;
+  for (const json& rep : member_or_null(cell, "repetitions")) {
+    const json& v = member_or_null(member_or_null(rep, "latency_ms"), m.latency_key);
+    if (v.is_number()) values.push_back(v.get<double>());
+  }
+  if (values.empty()) return std::nullopt;
+  return median(values);
+}
+
+std::string number_text(double x, int decimals) {
+  return decimals == 0 ? std::to_string(std::llround(x)) : absl::StrFormat("%.*f", decimals, x);
+}
+
+// Samples per wait event over every repetition of the cell.
+std::map<std::string, double> wait_samples(const json& cell) {
+  std::map<std::string, double> samples;
+  for (const json& rep : member_or_null(cell, "repetitions")) {
+    const json& events = member_or_null(rep, "wait_events");
+    if (!events.is_object()) continue;
+    for (const auto& [name, n] : events.items())
+      if (n.is_number()) samples[name] += n.get<double>();
+  }
+  return samples;
+}
+
+// Shares in % of the cell's samples; empty when it has none.
+std::map<std::string, double> wait_shares(const json& cell) {
+  std::map<std::string, double> shares = wait_samples(cell);
+  double total = 0;
+  for (const auto& [name, n] : shares) total += n;
+  if (total <= 0) return {};
+  for (auto& [name, n] : shares) n = 100.0 * n / total;
+  return shares;
+}
+
+// A table in the asked format, with its caption.
+std::string render_formatted(const std::string& format, const Table& t, const std::string& caption) {
+  if (format == "markdown") {
+    auto cell_text = [](std::string s) {
+      std::string e;
+      for (char c : s) e += c == '|' ? std::string("\\|") : std::string(1, c);
+      return e;
+    };
+    auto line = [&](const std::vector<std::string>& cells) {
+      std::vector<std::string> escaped;
+      for (size_t c = 0; c < t.header.size(); ++c) escaped.push_back(cell_text(c < cells.size() ? cells[c] : ""));
+      return "| " + absl::StrJoin(escaped, " | ") + " |\n";
+    };
+    std::string s = line(t.header) + "|:--" + std::string();
+    for (size_t c = 1; c < t.header.size(); ++c) s += "|--:";
+    s += "|\n";
+    for (const auto& row : t.body) s += line(row);
+    return s + "\n" + caption + "\n";
+  }
+  if (format == "csv") {
+    auto field = [](const std::string& s) {
+      std::string v = s;
+      if (!v.empty() && v.back() == '%') v.pop_back();  // the caption says the unit
+      if (v.find_first_of(",\"\n") == std::string::npos) return v;
+      std::string q = "\"";
+      for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+      return q + "\"";
+    };
+    auto line = [&](const std::vector<std::string>& cells) {
+      std::vector<std::string> fields;
+      for (const auto& c : cells) fields.push_back(field(c));
+      return absl::StrJoin(fields, ",") + "\n";
+    };
+    std::string s = "# " + caption + "\n" + line(t.header);
+    for (const auto& row : t.body) s += line(row);
+    return s;
+  }
+  return render_table(t.header, t.body) + caption + "\n";
+}
+
+// The names a swept key is known by: "label" (also strategy, variant, variants), "clients",
+// "record_size" (also workload.record_size), each other matrix key by its path or, when no
+// other key shares it, its last component. Throws UsageError listing the swept keys.
+std::string resolve_axis(const std::string& name, const char* option, const std::string& path,
+                         const std::vector<CellView>& views) {
+  if (name == "label" || name == "strategy" || name == "variant" || name == "variants") return kLabelAxis;
+  if (name == "clients") return kClientsAxis;
+  if (name == "record_size" || name == "workload.record_size") return kRecordSizeAxis;
+  std::vector<std::string> keys;
+  for (const CellView& v : views)
+    for (const auto& [k, val] : v.matrix_rest.items()) add_once(keys, k);
+  std::vector<std::string> matches;
+  for (const std::string& k : keys)
+    if (k == name) return k;
+  for (const std::string& k : keys)
+    if (ends_with(k, "." + name)) matches.push_back(k);
+  if (matches.size() == 1) return matches[0];
+  std::vector<std::string> swept{kLabelAxis, kClientsAxis, kRecordSizeAxis};
+  swept.insert(swept.end(), keys.begin(), keys.end());
+  if (matches.size() > 1)
+    throw UsageError(absl::StrFormat("report: %s %s: ambiguous in %s; it ends %s", option, name, path,
+                                     absl::StrJoin(matches, ", ")));
+  throw UsageError(absl::StrFormat("report: %s %s: not a swept key of %s; swept keys: %s", option, name,
+                                   path, absl::StrJoin(swept, ", ")));
+}
+
+std::string short_axis(const std::string& axis) {
+  const size_t dot = axis.rfind('.');
+  return dot == std::string::npos ? axis : axis.substr(dot + 1);
+}
+
+}  // namespace
+
+std::string report_metric_names() {
+  std::vector<std::string> names;
+  for (const Metric& m : kMetrics) names.push_back(m.name);
+  return absl::StrJoin(names, ", ");
+}
+
+int report_command(const std::string& result_path, std::ostream& out, std::ostream& /*err*/,
+                   const ReportOptions& options) {
+  if (options.format != "text" && options.format != "markdown" && options.format != "csv")
+    throw UsageError("report: --format " + options.format + ": expected text, markdown or csv");
+  const Metric* metric = find_metric(options.metric);
+  if (!metric)
+    throw UsageError("report: --metric " + options.metric + ": unknown; expected one of " +
+                     report_metric_names());
+  if (options.wait_events) {
+    for (const auto& [set, name] : {std::pair{!options.columns.empty(), "--columns"},
+                                    std::pair{!options.ratio.empty(), "--ratio"},
+                                    std::pair{options.metric != "tps", "--metric"}})
+      if (set)
+        throw UsageError(std::string("report: --wait-events puts the wait events in the columns; ") +
+                         name + " does not apply to it");
+  }
   const json doc = load_result_file(result_path);
-  const std::vector<CellView> views = views_of(doc);
-  if (views.empty()) {
+  if (doc["cells"].empty()) {
     out << result_path << ": no cells\n";
     return 0;
   }
-  const std::vector<Group> groups = group_views(views);
-  for (size_t g = 0; g < groups.size(); ++g) {
-    if (g) out << '\n';
-    out << render_group(groups[g], views, [&](size_t i) -> std::string {
-      const CellView& v = views[i];
-      if (!v.ok) return "FAILED";
-      if (!v.has_tps) return "-";
-      return std::to_string(std::llround(v.tps));
-    });
+
+  Layout layout;
+  {
+    const std::vector<CellView> plain = views_of(doc);
+    const std::string rows = options.rows.empty() ? std::string(kClientsAxis)
+                                                  : resolve_axis(options.rows, "--rows", result_path, plain);
+    const std::string columns = options.wait_events ? std::string()
+                                : options.columns.empty()
+                                    ? std::string(kRecordSizeAxis)
+                                    : resolve_axis(options.columns, "--columns", result_path, plain);
+    if (!options.rows.empty() && rows == columns)
+      throw UsageError("report: --rows and --columns name the same key, " + rows);
+    layout.columns = columns;
+    layout.rows = {kLabelAxis};
+    if (rows != kLabelAxis) layout.rows.push_back(rows);
+    layout.rows.erase(std::remove(layout.rows.begin(), layout.rows.end(), columns), layout.rows.end());
+    if (!options.ratio.empty()) {
+      std::vector<std::string> labels;
+      for (const CellView& v : plain) add_once(labels, v.label);
+      if (std::find(labels.begin(), labels.end(), options.ratio) == labels.end())
+        throw UsageError(absl::StrFormat("report: --ratio %s: no such variant in %s; variants: %s",
+                                         options.ratio, result_path, absl::StrJoin(labels, ", ")));
+    }
   }
+  const std::string measure =
+      options.wait_events ? "wait-event shares in % of the samples of the timed windows (all repetitions)"
+                          : metric->measure;
+  const std::vector<CellView> views = views_of(doc, layout, measure);
+  const std::vector<Group> groups = group_views(views);
+
+  // Where the caption says more than the default: what the columns are, what 100% is.
+  std::string columns_note;
+  if (!layout.columns.empty() && layout.columns != kRecordSizeAxis)
+    columns_note = "; columns: " + layout.columns;
+  std::string ratio_note;
+  if (!options.ratio.empty()) {
+    std::vector<std::string> same;
+    for (const std::string& axis : layout.rows)
+      if (axis != kLabelAxis) same.push_back(short_axis(axis));
+    if (layout.columns != kLabelAxis) same.push_back(short_axis(layout.columns));
+    ratio_note = absl::StrFormat("; in %% of %s: 100%% = %s's %s", options.ratio, options.ratio,
+                                 metric->measure);
+    ratio_note += layout.columns == kLabelAxis ? " in the same row"
+                                               : " with the same " + absl::StrJoin(same, " and ");
+  }
+
+  const size_t label_at = static_cast<size_t>(
+      std::find(layout.rows.begin(), layout.rows.end(), kLabelAxis) - layout.rows.begin());
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const Group& g = groups[gi];
+    if (gi) out << '\n';
+    std::string caption = g.footer + columns_note;
+    Table t;
+    if (options.wait_events) {
+      // Events by their largest share in any cell of the table.
+      std::map<size_t, std::map<std::string, double>> shares;
+      std::map<std::string, double> largest;
+      for (size_t i : g.cells) {
+        shares[i] = wait_shares(*views[i].source);
+        for (const auto& [name, s] : shares[i]) largest[name] = std::max(largest[name], s);
+      }
+      std::vector<std::pair<std::string, double>> ranked(largest.begin(), largest.end());
+      std::stable_sort(ranked.begin(), ranked.end(),
+                       [](const auto& a, const auto& b) { return a.second > b.second; });
+      const size_t shown = std::min(ranked.size(), kWaitEventColumns);
+      const bool other = ranked.size() > shown;
+      t.header.push_back("");
+      for (size_t e = 0; e < shown; ++e) t.header.push_back(ranked[e].first);
+      if (other) t.header.push_back("other");
+      if (ranked.empty()) t.header.push_back("samples");  // says "-" or "FAILED"
+      std::vector<bool> keep_order;
+      for (const std::string& axis : layout.rows) keep_order.push_back(axis == kLabelAxis);
+      for (const auto& [parts, name] : ordered_rows(g, views, keep_order)) {
+        const size_t i = g.slot.at(Slot{row_key(parts), ""});
+        std::vector<std::string> line{name};
+        const auto& s = shares[i];
+        double listed = 0;
+        for (size_t e = 0; e < shown; ++e) {
+          const auto it = s.find(ranked[e].first);
+          const double share = it == s.end() ? 0.0 : it->second;
+          listed += share;
+          line.push_back(!views[i].ok ? "FAILED" : s.empty() ? "-" : absl::StrFormat("%.1f%%", share));
+        }
+        if (other)
+          line.push_back(!views[i].ok ? "FAILED"
+                         : s.empty()  ? "-"
+                                      : absl::StrFormat("%.1f%%", std::max(0.0, 100.0 - listed)));
+        if (ranked.empty()) line.push_back(!views[i].ok ? "FAILED" : "-");
+        t.body.push_back(std::move(line));
+      }
+      caption += ranked.empty()          ? std::string("; no wait-event samples")
+                 : shown == ranked.size() ? absl::StrFormat("; every event sampled (%d)", shown)
+                                          : absl::StrFormat(
+                                                "; the %d events with the largest share in any row, "
+                                                "other = the remaining %d event%s",
+                                                shown, ranked.size() - shown,
+                                                ranked.size() - shown == 1 ? "" : "s");
+    } else if (options.ratio.empty()) {
+      t = value_table(g, views, layout, [&](size_t i) -> std::string {
+        const CellView& v = views[i];
+        if (!v.ok) return "FAILED";
+        const std::optional<double> x = metric_value(*metric, *v.source);
+        return x ? number_text(*x, metric->decimals) : "-";
+      });
+    } else {
+      bool missing_baseline = false;
+      t = value_table(g, views, layout, [&](size_t i) -> std::string {
+        const CellView& v = views[i];
+        if (!v.ok) return "FAILED";
+        const std::optional<double> x = metric_value(*metric, *v.source);
+        if (!x) return "-";
+        std::vector<std::string> parts = v.row_parts;
+        std::string column = v.column_value;
+        if (label_at < parts.size())
+          parts[label_at] = options.ratio;
+        else
+          column = options.ratio;
+        const auto it = g.slot.find(Slot{row_key(parts), column});
+        std::optional<double> base;
+        if (it != g.slot.end() && views[it->second].ok) base = metric_value(*metric, *views[it->second].source);
+        if (!base || *base == 0) {
+          missing_baseline = true;
+          return "n/a";
+        }
+        return absl::StrFormat("%.1f%%", *x / *base * 100.0);
+      });
+      caption += ratio_note;
+      if (missing_baseline) caption += "; n/a: " + options.ratio + " has no value there";
+    }
+    out << render_formatted(options.format, t, caption);
+  }
+
   std::vector<const CellView*> failed;
   for (const auto& v : views)
     if (!v.ok) failed.push_back(&v);
   if (!failed.empty()) {
-    out << absl::StrFormat("\nfailed cells (%d):\n", failed.size());
-    for (const CellView* v : failed) out << "  " << v->describe() << ": " << v->error << '\n';
+    const char* bullet = options.format == "markdown" ? "- " : options.format == "csv" ? "# " : "  ";
+    out << absl::StrFormat("\n%sfailed cells (%d):\n", options.format == "csv" ? "# " : "", failed.size());
+    for (const CellView* v : failed) out << bullet << v->describe() << ": " << v->error << '\n';
   }
   return 0;
 }

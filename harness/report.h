@@ -19,6 +19,29 @@
 // a cell is the median tps rounded to an integer, right-aligned; "FAILED" for a failed cell,
 // "-" for a combination the file does not hold. A line under the table names the workload,
 // storage, repetitions and duration (and the other matrix values of the group).
+//
+// Other layouts (ReportOptions). Any swept key can form the columns (--columns) or take the
+// clients' place in the rows (--rows): the label, clients, record_size, or a matrix key by its
+// path or last component (strategy.params.num_locks, num_locks). Rows are the label and the row
+// key, each part named like "16_clients" or "8_num_locks"; the keys in neither split the file
+// into tables and are named in the line under each. Values sort as numbers where they are
+// numbers, else in file order; labels keep file order. `--columns num_locks` on a
+// NUM_XLOGINSERT_LOCKS sweep (README "Tables by any key"):
+//
+//                                1        8       64
+//   procno_4_clients          668940  1010372  1011086
+//   procno_16_clients         631300  1056690  1109406
+//   random_stride_4_clients   662704  1011540  1013192
+//   random_stride_16_clients  472590  1311800  1136898
+//   workload ..., median tps, record_size=16; columns: strategy.params.num_locks
+//
+// --metric picks another measure of the cell (report_metric_names(); the line names it and
+// its unit), --ratio BASELINE shows each cell in % of the BASELINE variant's cell with the same
+// other row keys and column ("n/a" where BASELINE has none), --wait-events shows the share of
+// each wait event in the cell's samples (summed over repetitions) for the 6 events with the
+// largest share in any row of the table, the rest as "other". --format markdown writes GitHub
+// tables with the line under each as a paragraph; csv writes "# <line>" then the table as
+// RFC 4180 CSV (percent cells without "%"), tables separated by a blank line.
 #pragma once
 
 #include <iosfwd>
@@ -36,9 +59,23 @@ namespace walbench {
 // result, unsupported schema version, a cell without label/clients/ok.
 nlohmann::json load_result_file(const std::string& path);
 
-// Prints one median-tps table per group, then the failed cells with their errors.
-// Returns 0; throws UsageError for a bad file.
-int report_command(const std::string& result_path, std::ostream& out, std::ostream& err);
+struct ReportOptions {
+  std::string columns;           // a swept key; empty: the record size
+  std::string rows;              // a swept key beside the label; empty: clients
+  std::string ratio;             // a variant label; empty: absolute values
+  std::string format = "text";   // text | markdown | csv
+  std::string metric = "tps";    // one of report_metric_names()
+  bool wait_events = false;      // the wait-event shares instead of a metric
+};
+
+// "tps, tps_min, ...": the measures --metric takes.
+std::string report_metric_names();
+
+// Prints one table per group, then the failed cells with their errors. Returns 0; throws
+// UsageError for a bad file, an unknown key, metric, format or baseline (naming what exists),
+// or options that do not go together (--wait-events with --columns, --ratio or --metric).
+int report_command(const std::string& result_path, std::ostream& out, std::ostream& err,
+                   const ReportOptions& options = {});
 
 // `walbench compare BASE NEW`. Pairs the cells of the two files by their setup (pairing.h:
 // every resolved setting but the run block, whatever was swept; --ignore / --pair-by narrow

@@ -724,4 +724,338 @@ TEST_CASE("report: override variants share one table, like strategy variants (go
   CHECK(text.find("unpaired") == std::string::npos);
 }
 
+namespace {
+
+// ---- report: layouts, ratios, metrics, wait events, formats ----
+
+// A NUM_XLOGINSERT_LOCKS sweep: two variants, 4 and 16 clients, 1, 8 and 64 locks, 16-byte
+// records (and one 4096-byte cell); tps = clients * 100 + locks for procno, 1.5x for
+// random_stride.
+json lock_sweep() {
+  json cells = json::array();
+  for (const std::string label : {"procno", "random_stride"})
+    for (int clients : {16, 4})
+      for (int locks : {64, 1, 8}) {
+        const double tps = (clients * 100 + locks) * (label == "procno" ? 1.0 : 1.5);
+        cells.push_back(cell(label, clients, "16", tps, {{"strategy.params.num_locks", locks}}));
+      }
+  cells.push_back(cell("procno", 4, "4096", 50, {{"strategy.params.num_locks", 8}}));
+  return cells;
+}
+
+std::string report_text(const std::string& path, const ReportOptions& options) {
+  std::ostringstream out, err;
+  REQUIRE(report_command(path, out, err, options) == 0);
+  CHECK(err.str().empty());
+  return out.str();
+}
+
+std::string report_error(const std::string& path, const ReportOptions& options) {
+  std::ostringstream out, err;
+  try {
+    report_command(path, out, err, options);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST_CASE("report --columns puts a swept key in the columns (golden)", "[report]") {
+  TempDir dir;
+  const std::string path = dir.write("r.json", result_file(lock_sweep()));
+  ReportOptions o;
+  o.columns = "num_locks";
+  CHECK(report_text(path, o) ==
+        "                             1     8    64\n"
+        "procno_4_clients           401   408   464\n"
+        "procno_16_clients         1601  1608  1664\n"
+        "random_stride_4_clients    602   612   696\n"
+        "random_stride_16_clients  2402  2412  2496\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps, record_size=16; columns: strategy.params.num_locks\n"
+        "\n"
+        "                   8\n"
+        "procno_4_clients  50\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps, record_size=4096; columns: strategy.params.num_locks\n");
+}
+
+TEST_CASE("report --ratio shows each cell in % of the baseline variant (golden)", "[report]") {
+  TempDir dir;
+  json cells = lock_sweep();
+  cells[1]["ok"] = false;  // procno, 16 clients, 1 lock: failed, so random_stride has no baseline there
+  cells[1]["summary"] = nullptr;
+  cells[1]["error"] = "watchdog: no progress";
+  const std::string path = dir.write("r.json", result_file(cells));
+  ReportOptions o;
+  o.columns = "strategy.params.num_locks";
+  o.ratio = "procno";
+  CHECK(report_text(path, o) ==
+        "                               1       8      64\n"
+        "procno_4_clients          100.0%  100.0%  100.0%\n"
+        "procno_16_clients         FAILED  100.0%  100.0%\n"
+        "random_stride_4_clients   150.0%  150.0%  150.0%\n"
+        "random_stride_16_clients     n/a  150.0%  150.0%\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps, record_size=16; columns: strategy.params.num_locks; "
+        "in % of procno: 100% = procno's median tps with the same clients and num_locks; "
+        "n/a: procno has no value there\n"
+        "\n"
+        "                       8\n"
+        "procno_4_clients  100.0%\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps, record_size=4096; columns: strategy.params.num_locks; "
+        "in % of procno: 100% = procno's median tps with the same clients and num_locks\n"
+        "\n"
+        "failed cells (1):\n"
+        "  procno_16_clients record_size=16 strategy.params.num_locks=1: watchdog: no progress\n");
+
+  SECTION("variants in the columns, as % of the baseline column") {
+    ReportOptions v;
+    v.columns = "label";
+    v.rows = "num_locks";
+    v.ratio = "procno";
+    CHECK(report_text(path, v) ==
+          "              procno  random_stride\n"
+          "1_num_locks   FAILED            n/a\n"
+          "8_num_locks   100.0%         150.0%\n"
+          "64_num_locks  100.0%         150.0%\n"
+          "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+          "3 repetitions x 5 s, median tps, clients=16, record_size=16; columns: label; "
+          "in % of procno: 100% = procno's median tps in the same row; "
+          "n/a: procno has no value there\n"
+          "\n"
+          "              procno  random_stride\n"
+          "1_num_locks   100.0%         150.0%\n"
+          "8_num_locks   100.0%         150.0%\n"
+          "64_num_locks  100.0%         150.0%\n"
+          "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+          "3 repetitions x 5 s, median tps, clients=4, record_size=16; columns: label; "
+          "in % of procno: 100% = procno's median tps in the same row\n"
+          "\n"
+          "             procno\n"
+          "8_num_locks  100.0%\n"
+          "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+          "3 repetitions x 5 s, median tps, clients=4, record_size=4096; columns: label; "
+          "in % of procno: 100% = procno's median tps in the same row\n"
+          "\n"
+          "failed cells (1):\n"
+          "  procno_16_clients record_size=16 strategy.params.num_locks=1: watchdog: no progress\n");
+  }
+}
+
+TEST_CASE("report --rows puts a swept key beside the label in the rows (golden)", "[report]") {
+  TempDir dir;
+  const std::string path = dir.write("r.json", result_file(lock_sweep()));
+  ReportOptions o;
+  o.rows = "num_locks";
+  o.columns = "clients";
+  CHECK(report_text(path, o) ==
+        "                              4    16\n"
+        "procno_1_num_locks          401  1601\n"
+        "procno_8_num_locks          408  1608\n"
+        "procno_64_num_locks         464  1664\n"
+        "random_stride_1_num_locks   602  2402\n"
+        "random_stride_8_num_locks   612  2412\n"
+        "random_stride_64_num_locks  696  2496\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps, record_size=16; columns: clients\n"
+        "\n"
+        "                     4\n"
+        "procno_8_num_locks  50\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps, record_size=4096; columns: clients\n");
+}
+
+// Repetitions with latency percentiles and wait-event samples.
+json with_repetitions(json c, const std::vector<double>& p99, const std::vector<json>& waits) {
+  c["repetitions"] = json::array();
+  for (size_t r = 0; r < p99.size(); ++r)
+    c["repetitions"].push_back({{"seed", 1 + r},
+                                {"ok", true},
+                                {"tps", c["summary"]["tps_median"]},
+                                {"latency_ms", {{"mean", p99[r] / 4}, {"p50", p99[r] / 5}, {"p99", p99[r]}}},
+                                {"wait_events", waits[r]}});
+  return c;
+}
+
+TEST_CASE("report --metric prints another measure and names it with its unit (golden)", "[report]") {
+  TempDir dir;
+  const json waits = {{"CPU", 10}};
+  const json cells = json::array({
+      with_repetitions(cell("procno", 4, "16", 1000), {0.5, 0.7, 0.6}, {waits, waits, waits}),
+      with_repetitions(cell("procno", 16, "16", 3000), {2.25, 2.0}, {waits, waits}),
+      cell("procno", 64, "16", 4000),  // no repetitions recorded: no latency
+  });
+  const std::string path = dir.write("r.json", result_file(cells));
+  ReportOptions o;
+  o.metric = "p99";
+  CHECK(report_text(path, o) ==
+        "                      16\n"
+        "procno_4_clients   0.600\n"
+        "procno_16_clients  2.125\n"
+        "procno_64_clients      -\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, p99 latency in ms (median over the repetitions)\n");
+  o.metric = "bytes_per_s";
+  CHECK(report_text(path, o) ==
+        "                       16\n"
+        "procno_4_clients   100000\n"
+        "procno_16_clients  300000\n"
+        "procno_64_clients  400000\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median WAL bytes per second\n");
+}
+
+TEST_CASE("report --wait-events: shares per cell, the largest as columns, the rest as other (golden)",
+          "[report]") {
+  TempDir dir;
+  const json many = {{"CPU", 40}, {"LWLock:wal_insert", 30}, {"LWLock:WALWrite", 10}, {"IO:WALSync", 8},
+                     {"LWLock:XidGenLock", 6}, {"LWLock:CLogControlLock", 4}, {"LWLock:ProcArray", 1},
+                     {"?", 1}};
+  const json few = {{"CPU", 90}, {"LWLock:wal_insert", 10}};
+  const json cells = json::array({
+      with_repetitions(cell("procno", 4, "16", 1000), {1, 1}, {few, few}),
+      with_repetitions(cell("procno", 16, "16", 3000), {1, 1}, {many, few}),
+      cell("procno", 64, "16", -1),
+      cell("procno", 4, "4096", 900),  // no samples
+  });
+  const std::string path = dir.write("r.json", result_file(cells));
+  ReportOptions o;
+  o.wait_events = true;
+  CHECK(report_text(path, o) ==
+        "                      CPU  LWLock:wal_insert  LWLock:WALWrite  IO:WALSync  LWLock:XidGenLock  LWLock:CLogControlLock   other\n"
+        "procno_4_clients    90.0%              10.0%             0.0%        0.0%               0.0%                    0.0%    0.0%\n"
+        "procno_16_clients   65.0%              20.0%             5.0%        4.0%               3.0%                    2.0%    1.0%\n"
+        "procno_64_clients  FAILED             FAILED           FAILED      FAILED             FAILED                  FAILED  FAILED\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, "
+        "wait-event shares in % of the samples of the timed windows (all repetitions), "
+        "record_size=16; the 6 events with the largest share in any row, "
+        "other = the remaining 2 events\n"
+        "\n"
+        "                  samples\n"
+        "procno_4_clients        -\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, "
+        "wait-event shares in % of the samples of the timed windows (all repetitions), "
+        "record_size=4096; no wait-event samples\n"
+        "\n"
+        "failed cells (1):\n"
+        "  procno_64_clients record_size=16: verify failed: at 0/01A2B3C8: bad prev link\n");
+  o.format = "csv";
+  CHECK(report_text(path, o) ==
+        "# workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, "
+        "wait-event shares in % of the samples of the timed windows (all repetitions), "
+        "record_size=16; the 6 events with the largest share in any row, "
+        "other = the remaining 2 events\n"
+        ",CPU,LWLock:wal_insert,LWLock:WALWrite,IO:WALSync,LWLock:XidGenLock,LWLock:CLogControlLock,other\n"
+        "procno_4_clients,90.0,10.0,0.0,0.0,0.0,0.0,0.0\n"
+        "procno_16_clients,65.0,20.0,5.0,4.0,3.0,2.0,1.0\n"
+        "procno_64_clients,FAILED,FAILED,FAILED,FAILED,FAILED,FAILED,FAILED\n"
+        "\n"
+        "# workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, "
+        "wait-event shares in % of the samples of the timed windows (all repetitions), "
+        "record_size=4096; no wait-event samples\n"
+        ",samples\n"
+        "procno_4_clients,-\n"
+        "\n"
+        "# failed cells (1):\n"
+        "# procno_64_clients record_size=16: verify failed: at 0/01A2B3C8: bad prev link\n");
+}
+
+TEST_CASE("report --format markdown and csv (golden)", "[report]") {
+  TempDir dir;
+  const json cells = json::array({
+      cell("procno", 4, "16", 1000.4),
+      cell("procno", 4, "uniform(16,1024)", 900),
+      cell("random_stride", 4, "16", -1),
+  });
+  const std::string path = dir.write("r.json", result_file(cells));
+  ReportOptions o;
+  o.format = "markdown";
+  CHECK(report_text(path, o) ==
+        "|  | 16 | uniform(16,1024) |\n"
+        "|:--|--:|--:|\n"
+        "| procno_4_clients | 1000 | 900 |\n"
+        "| random_stride_4_clients | FAILED | - |\n"
+        "\n"
+        "workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps\n"
+        "\n"
+        "failed cells (1):\n"
+        "- random_stride_4_clients record_size=16: verify failed: at 0/01A2B3C8: bad prev link\n");
+  o.format = "csv";
+  o.ratio = "procno";
+  CHECK(report_text(path, o) ==
+        "# workload emit_message (synchronous_commit=on), storage memory, platform threads, "
+        "3 repetitions x 5 s, median tps; "
+        "in % of procno: 100% = procno's median tps with the same clients and record_size\n"
+        ",16,\"uniform(16,1024)\"\n"
+        "procno_4_clients,100.0,100.0\n"
+        "random_stride_4_clients,FAILED,-\n"
+        "\n"
+        "# failed cells (1):\n"
+        "# random_stride_4_clients record_size=16: verify failed: at 0/01A2B3C8: bad prev link\n");
+}
+
+TEST_CASE("report options: one-line errors that name what exists", "[report]") {
+  TempDir dir;
+  const std::string path = dir.write("r.json", result_file(lock_sweep()));
+  auto with = [](auto set) {
+    ReportOptions o;
+    set(o);
+    return o;
+  };
+  CHECK(report_error(path, with([](ReportOptions& o) { o.columns = "num_lock"; })) ==
+        "report: --columns num_lock: not a swept key of " + path +
+            "; swept keys: label, clients, record_size, strategy.params.num_locks");
+  CHECK(report_error(path, with([](ReportOptions& o) { o.rows = "wal_buffers"; })) ==
+        "report: --rows wal_buffers: not a swept key of " + path +
+            "; swept keys: label, clients, record_size, strategy.params.num_locks");
+  CHECK(report_error(path, with([](ReportOptions& o) { o.ratio = "master"; })) ==
+        "report: --ratio master: no such variant in " + path + "; variants: procno, random_stride");
+  CHECK(report_error(path, with([](ReportOptions& o) { o.metric = "p95"; })) ==
+        "report: --metric p95: unknown; expected one of tps, tps_min, tps_max, tps_rsd, "
+        "bytes_per_s, lat_mean, lat_stddev, p50, p90, p99, p999");
+  CHECK(report_error(path, with([](ReportOptions& o) { o.format = "html"; })) == "report: --format html: expected text, markdown or csv");
+  CHECK(report_error(path, with([](ReportOptions& o) { o.rows = o.columns = "num_locks"; })) ==
+        "report: --rows and --columns name the same key, strategy.params.num_locks");
+  CHECK(report_error(path, with([](ReportOptions& o) {
+          o.wait_events = true;
+          o.ratio = "procno";
+        })) == "report: --wait-events puts the wait events in the columns; --ratio does not apply to it");
+}
+
+TEST_CASE("walbench report options on the command line: exit status and one-line errors", "[report]") {
+  TempDir dir;
+  const std::string path = dir.write("r.json", result_file(lock_sweep()));
+  auto cli = [&](const std::string& args) {
+    const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+    std::ostringstream command;
+    command << "'" << WALBENCH_BINARY << "' report '" << path << "' " << args << " >'" << out << "' 2>'" << err << "'";
+    const int status = std::system(command.str().c_str());
+    auto slurp = [](const std::string& p) {
+      std::ifstream in(p);
+      std::ostringstream text;
+      text << in.rdbuf();
+      return text.str();
+    };
+    return CompareRun{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  };
+  CompareRun r = cli("--columns num_locks --ratio procno --format markdown");
+  CHECK(r.rc == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("| random_stride_4_clients | 150.0% | 150.0% | 150.0% |") != std::string::npos);
+
+  r = cli("--columns locks");
+  CHECK(r.rc == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "walbench: error: report: --columns locks: not a swept key of " + path +
+                     "; swept keys: label, clients, record_size, strategy.params.num_locks\n");
+}
+
+}  // namespace
 }  // namespace walbench

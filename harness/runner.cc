@@ -10,9 +10,9 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <ostream>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -59,6 +59,41 @@ std::string describe_cell(const CellSpec& cell) {
     }
   }
   return s;
+}
+
+// The progress lines of a simulated cell, each written whole and prefixed with the cell
+// ("cell 3/12 insert_locks_atomic clients=8 record_size=16: progress: ..."): with -j several
+// cells print at once, from their worker threads, and a shared mutex keeps their lines whole.
+class CellProgressLines : public std::streambuf {
+ public:
+  CellProgressLines(std::ostream& target, std::mutex& mutex, std::string prefix)
+      : target_(target), mutex_(mutex), prefix_(std::move(prefix)) {}
+
+ protected:
+  int_type overflow(int_type ch) override {
+    if (traits_type::eq_int_type(ch, traits_type::eof())) return traits_type::not_eof(ch);
+    line_ += traits_type::to_char_type(ch);
+    if (line_.back() == '\n') {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      target_ << prefix_ + line_;
+      target_.flush();
+      line_.clear();
+    }
+    return ch;
+  }
+
+ private:
+  std::ostream& target_;
+  std::mutex& mutex_;
+  const std::string prefix_;
+  std::string line_;  // the line being written, up to its '\n'
+};
+
+// "3/12": the cell's position as its line shows it (NB: must match emit_cell in run_matrix).
+std::string cell_position(const CellSpec& cell, size_t k, size_t cells) {
+  const bool own_position = cell.total >= cells && cell.index < cell.total;
+  return own_position ? absl::StrFormat("%d/%d", cell.index + 1, cell.total)
+                      : absl::StrFormat("%d/%d", k + 1, cells);
 }
 
 // One cell's repetitions so far.
@@ -277,15 +312,24 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
       pending[k] = promises[k].get_future();
       parallel.push_back(k);
     }
+  // Every repetition of cell k; a simulated cell's progress lines name it.
+  std::mutex progress_mutex;
+  auto compute = [&](size_t k) {
+    if (cells[k].platform.kind != "sim")
+      return compute_cell(cells[k], lookup, opts.quiet, err, stuck_handler_for(k));
+    CellProgressLines lines(err, progress_mutex,
+                            "cell " + cell_position(cells[k], k, cells.size()) + " " +
+                                describe_cell(cells[k]) + ": ");
+    std::ostream progress(&lines);
+    return compute_cell(cells[k], lookup, opts.quiet, progress, stuck_handler_for(k));
+  };
   std::atomic<size_t> next_parallel{0};
   std::vector<std::thread> workers;
   for (unsigned j = 0; j < std::min<size_t>(opts.jobs, parallel.size()); ++j)
     workers.emplace_back([&] {
-      std::ostringstream sink;  // progress lines of parallel cells stay in the result file
       for (size_t i; (i = next_parallel.fetch_add(1)) < parallel.size();) {
         const size_t k = parallel[i];
-        promises[k].set_value(
-            compute_cell(cells[k], lookup, /*quiet=*/true, sink, stuck_handler_for(k)));
+        promises[k].set_value(compute(k));
       }
     });
   auto join_workers = [&] {
@@ -322,7 +366,7 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
       start_cell(cells[k], lookup, co);
     } else {
       join_workers();
-      co = compute_cell(cells[k], lookup, opts.quiet, err, stuck_handler_for(k));
+      co = compute(k);
     }
     emit_cell(k, co);
     save();

@@ -344,6 +344,7 @@ class WalCell final : public CellRun {
             const ProgressPoint p = meter.point(ctl.counters, static_cast<double>(t - last_t) / 1e9);
             last_t = t;
             out.progress.push_back({static_cast<double>(t) / 1e9, p.tps, p.lat_ms, p.stddev_ms});
+            if (ctl.on_progress) ctl.on_progress(static_cast<double>(t) / 1e9, p.tps, p.lat_ms, p.stddev_ms);
           });
       }
       SimCounters sim_at_close;
