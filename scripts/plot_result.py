@@ -22,6 +22,7 @@ The image is written to a temporary file beside OUT and renamed over it. Needs p
 import argparse
 import os
 import sys
+import textwrap
 
 from result_curves import InputError, load_reference, load_result, panel_title, reference_in_panel
 
@@ -95,15 +96,19 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import EngFormatter, FuncFormatter
 
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     color_of = {label: colors[i % len(colors)] for i, label in enumerate(labels)}
     extra_colors = iter(["0.35", "0.6", "tab:olive", "tab:cyan"] * 8)
+    legend = {}  # label -> handle, one legend for the figure (a variant has one colour throughout)
+    no_fit = []  # "label (panel): why"
 
     panels = result.panels
     ncols = min(len(panels), 4)
     nrows = (len(panels) + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.4 * ncols, 3.6 * nrows + 0.6), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(4.4 * ncols, 6.0), 3.4 * nrows), squeeze=False)
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
     used_reference = False
@@ -117,24 +122,27 @@ def main():
                     continue
                 pts = ratio_points(c, baseline)
                 xs = sorted(pts)
-                ax.plot(xs, [pts[x] for x in xs], "-o", ms=3, color=color, label=c.label)
+                legend[c.label] = ax.plot(xs, [pts[x] for x in xs], "-o", ms=3, color=color)[0]
                 continue
             pts = c.sorted_points()
             xs = [p.clients for p in pts]
             ys = [p.tps for p in pts]
             lo = [p.tps - p.lo if p.bar else 0.0 for p in pts]
             hi = [p.hi - p.tps if p.bar else 0.0 for p in pts]
-            ax.errorbar(xs, ys, yerr=[lo, hi] if any(lo) or any(hi) else None, fmt="-o", ms=3,
-                        capsize=2, color=color, label=c.label)
+            legend[c.label] = ax.errorbar(xs, ys, yerr=[lo, hi] if any(lo) or any(hi) else None,
+                                          fmt="-o", ms=3, capsize=2, color=color)
             if args.usl:
                 fit = fit_curve(c)
-                if fit.ok:
-                    grid = np.geomspace(min(xs), max(xs), 200)
-                    peak = fit.peak()
-                    ax.plot(grid, fit.predict(grid), "-", lw=0.8, alpha=0.7, color=color,
-                            label=f"{c.label} USL fit, N*={'none' if peak is None else f'{peak:.0f}'}")
-                else:
-                    ax.plot([], [], " ", label=f"{c.label}: no USL fit ({fit.why})")
+                if not fit.ok:
+                    no_fit.append(f"{c.label}{' (' + panel_title(panel) + ')' if panel else ''}: {fit.why}")
+                    continue
+                grid = np.geomspace(min(xs), max(xs), 200)
+                ax.plot(grid, fit.predict(grid), "-", lw=0.9, alpha=0.6, color=color)
+                legend["USL fit"] = Line2D([], [], lw=0.9, alpha=0.6, color="0.3")
+                peak = fit.peak()
+                if peak is not None and min(xs) < peak < max(xs):  # a peak inside the measured range
+                    ax.plot([peak], [fit.predict(peak)], "v", ms=6, color=color, mec="black", mew=0.5)
+                    legend["N*, the fit's peak"] = Line2D([], [], ls="", marker="v", color="0.5", mec="black", mew=0.5)
         if args.ratio and baseline is None:
             ax.text(0.5, 0.5, f"no {args.ratio} cells here", transform=ax.transAxes, ha="center")
         if reference:
@@ -158,37 +166,62 @@ def main():
                 else:
                     if ref_ax is None:
                         ref_ax = ax.twinx()
-                        ref_ax.set_ylabel("published tps (dashed)")
+                        ref_ax.set_ylabel("published tps (dashed)", fontsize=8)
+                        ref_ax.yaxis.set_major_formatter(EngFormatter(sep=""))
                     pts = r.points
                 xs = sorted(pts)
                 if not xs:
                     continue
+                name = " ".join([r.variant] + [f"{k}={v}" for k, v in extra]) + " (published)"
+                if name not in legend:
+                    legend[name] = None
                 color = color_of.get(r.variant) or next(extra_colors)
-                name = " ".join([r.variant] + [f"{k}={v}" for k, v in extra])
-                ref_ax.plot(xs, [pts[x] for x in xs], "--", marker="x", ms=4, lw=1, color=color,
-                            label=f"{name} (published)")
+                line = ref_ax.plot(xs, [pts[x] for x in xs], "--", marker="x", ms=4, lw=1, color=color)[0]
+                legend[name] = legend[name] or line
                 used_reference = True
             if ref_ax is not None and ref_ax is not ax:
                 ref_ax.set_ylim(bottom=0)
-                ref_ax.legend(fontsize=6, loc="lower right")
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_title(panel_title(panel) if panel else os.path.basename(args.result), fontsize=9)
         ax.set_xlabel("clients")
-        ax.set_ylabel(f"tps, % of {args.ratio}" if args.ratio else "tps (median)")
-        if not args.ratio:
+        if args.ratio:
+            ax.set_ylabel(f"tps, % of {args.ratio}", fontsize=8)
+        else:
+            ax.set_ylabel("tps (median)", fontsize=8)
             ax.set_ylim(bottom=0)
+            ax.yaxis.set_major_formatter(EngFormatter(sep=""))
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=6, loc="upper left")
 
     caption = [args.title or os.path.basename(args.result)]
     caption.append("no error bars on ratios" if args.ratio else error_bar_caption(result))
     if args.reference:
         caption.append(f"dashed: published, {os.path.basename(args.reference)}"
+                       + (", right-hand axis" if used_reference and not args.ratio else "")
                        + ("" if used_reference else " (no row matches a panel)"))
+    if args.usl:
+        caption.append("thin: USL fit (walbench report --usl)")
+    if no_fit:
+        caption.append("no USL fit for " + "; ".join(no_fit))
     if result.left_out:
         caption.append(f"{result.left_out} failed cell(s) left out")
-    fig.suptitle("; ".join(caption), fontsize=8)
-    fig.tight_layout()
+    # The figure grows by the caption above the panels and the legend below them (in inches).
+    width = fig.get_figwidth()
+    caption_lines = textwrap.wrap("; ".join(caption), int(width * 15))
+    order = {label: i for i, label in enumerate(labels)}  # variants, then published, then the fit
+    handles = sorted(((h, l) for l, h in legend.items() if h is not None),
+                     key=lambda hl: (0, order[hl[1]]) if hl[1] in order else (1 if "published" in hl[1] else 2, 0))
+    legend_cols = max(1, min(len(handles), int(width // 2.6)))
+    legend_rows = -(-len(handles) // legend_cols)
+    panels_h = 3.2 * nrows
+    caption_h = 0.16 * len(caption_lines) + 0.1
+    legend_h = 0.2 * legend_rows + 0.15
+    height = panels_h + caption_h + legend_h
+    fig.set_size_inches(width, height)
+    fig.suptitle("\n".join(caption_lines), fontsize=8, y=1 - 0.05 / height)
+    fig.legend([h for h, _ in handles], [l for _, l in handles], loc="lower center", ncol=legend_cols,
+               fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, legend_h / height, 1, 1 - caption_h / height))
     directory = os.path.dirname(os.path.abspath(args.output))
     tmp = os.path.join(directory, f".{os.path.basename(args.output)}.{os.getpid()}.tmp{ext}")
     try:

@@ -33,7 +33,7 @@ class Point:
 @dataclass
 class Curve:
     label: str
-    panel: tuple  # ((key, value text), ...)
+    panel: tuple  # ((matrix key, value text), ...)
     points: dict = field(default_factory=dict)  # clients -> Point
 
     def sorted_points(self):
@@ -59,11 +59,9 @@ class ResultCurves:
 
 
 def panel_title(panel):
-    return " ".join(f"{k}={v}" for k, v in panel) if panel else "all cells"
-
-
-def _short_key(key):
-    return key.rsplit(".", 1)[-1]
+    """record_size=16 for workload.record_size (what the threads call it), else KEY=VALUE."""
+    return " ".join(f"{'record_size' if k == 'workload.record_size' else k}={v}" for k, v in panel) \
+        if panel else "all cells"
 
 
 def _value_text(cell, key, value):
@@ -112,7 +110,7 @@ def load_result(path):
             left_out += 1
             continue
         set_paths = set(cell.get("set") or {})
-        panel = tuple((_short_key(k), _value_text(cell, k, v)) for k, v in matrix.items()
+        panel = tuple((k, _value_text(cell, k, v)) for k, v in matrix.items()
                       if k not in LABEL_KEYS and k not in set_paths)
         key = (label, panel)
         if key not in by_key:
@@ -197,9 +195,12 @@ def same_value(a, b):
 
 def reference_in_panel(ref, panel):
     """Whether a reference curve belongs to a panel: each of its columns that names a panel key
-    (by the key's last part, e.g. record_size) has that key's value. Returns (belongs, the
-    columns that name no panel key, to tell the curve apart)."""
-    panel_values = dict(panel)
+    (the key or its last part: record_size for workload.record_size) has that key's value.
+    Returns (belongs, the columns that name no panel key, to tell the curve apart)."""
+    panel_values = {}
+    for key, value in panel:
+        panel_values[key] = value
+        panel_values.setdefault(key.rsplit(".", 1)[-1], value)
     extra = []
     for col, value in ref.columns:
         if col in panel_values:
