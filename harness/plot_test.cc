@@ -52,7 +52,9 @@ void check_one_line_error(const Run& r, const std::string& needle) {
 }
 
 bool python_has(const std::string& module) {
-  const std::string cmd = "'" + python_interpreter() + "' -c 'import " + module + "' 2>/dev/null";
+  std::string cmd = python_interpreter();  // appended piecewise: GCC 12 warns (-Wrestrict) on "'" + s
+  cmd.insert(cmd.begin(), '\'');
+  cmd += "' -c 'import " + module + "' 2>/dev/null";
   return std::system(cmd.c_str()) == 0;
 }
 
@@ -199,6 +201,20 @@ TEST_CASE("plot and report --usl refuse bad input with one line", "[plot]") {
   check_one_line_error(walbench("report notes.json --usl", dir), "notes.json: not a walbench result file");
   CHECK(!std::filesystem::exists(dir.path / "notes.png"));
   CHECK(!std::filesystem::exists(dir.path / "r.jpg"));
+}
+
+TEST_CASE("walbench --help and plot --help teach plot and report --usl", "[plot]") {
+  TempDir dir;
+  const Run help = walbench("--help", dir);
+  CHECK(help.rc == 0);
+  CHECK(help.out.find("  plot ") != std::string::npos);
+  CHECK(help.out.find("walbench plot r.json --usl") != std::string::npos);
+  CHECK(help.out.find("walbench report r.json --usl") != std::string::npos);
+  const Run plot = walbench("plot --help", dir);
+  CHECK(plot.rc == 0);
+  for (const char* option : {"--output", "--ratio", "--reference", "--usl"}) CHECK(plot.out.find(option) != std::string::npos);
+  CHECK(walbench("report --help", dir).out.find("--usl") != std::string::npos);
+  check_one_line_error(walbench("plot", dir), "RESULT is required");
 }
 
 TEST_CASE("plot's default output sits next to the result", "[plot]") {

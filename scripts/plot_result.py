@@ -237,4 +237,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception as e:  # a bug, not bad input: still one line, as walbench promises
+        fail(f"internal error: {type(e).__name__}: {e}")

@@ -9,10 +9,11 @@ coherency cost (crosstalk); with kappa > 0 the curve peaks at N* = sqrt((1 - sig
 The fit is scipy.optimize.least_squares (trust-region reflective, which keeps 0 <= sigma <= 1
 and kappa >= 0) on relative residuals X_fit / X - 1, so each client count weighs the same
 whether it runs at a thousand tps or a million. R^2 is over tps (1 - SS_res / SS_tot), max
-resid the largest |X_fit / X - 1|. sigma or kappa whose term adds less than 1e-6 to the
+resid the largest |X_fit / X - 1|. A sigma or kappa whose term adds less than 1e-6 to the
 denominator at the largest client count is reported as 0 (the solver stops near a bound, not on
-it), so a curve that never turns down has N* "none". A curve with fewer than 3 client counts, or a client count
-whose tps is 0, is not fitted and says why. scripts/plot_result.py draws the same fit (--usl).
+it), so a straight or flattening curve has N* "none". A curve with fewer than 3 client counts,
+or a client count whose tps is 0, is not fitted and says why. scripts/plot_result.py draws the
+same fit (--usl).
 
     scripts/usl_fit.py RESULT.json
 
@@ -159,4 +160,9 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    try:
+        status = main(sys.argv)
+    except Exception as e:  # a bug, not bad input: still one line, as walbench promises
+        print(f"walbench: error: report --usl: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        status = 2
+    sys.exit(status)

@@ -100,6 +100,15 @@ class Degenerate(unittest.TestCase):
         self.assertIsNone(fit.peak())
         self.assertAlmostEqual(fit.lam, 300.0, delta=1e-3)
 
+    def test_superlinear_curve_stays_in_bounds(self):
+        # tps growing faster than N (a cache warming up): the unbounded optimum has sigma < 0;
+        # the bounds hold sigma and kappa at 0, a straight line with no peak.
+        fit = fit_usl(CLIENTS, [100.0 * n ** 1.05 for n in CLIENTS])
+        self.assertTrue(fit.ok)
+        self.assertEqual(fit.sigma, 0.0)
+        self.assertEqual(fit.kappa, 0.0)
+        self.assertIsNone(fit.peak())
+
     def test_table_says_why_and_none(self):
         from result_curves import Curve, Point, ResultCurves
         linear = Curve("linear", (), {n: Point(n, 10.0 * n) for n in (1, 2, 4, 8)})
