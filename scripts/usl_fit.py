@@ -107,7 +107,7 @@ def fit_curve(curve):
 def format_table(result):
     from result_curves import panel_title
 
-    lines = ["USL fits, X(N) = lambda N / (1 + sigma (N-1) + kappa N (N-1)); lambda: tps at 1 client, "
+    lines = ["USL fits, X(N) = lambda N / (1 + sigma (N-1) + kappa N (N-1)); lambda: the fitted tps of 1 client, "
              "N*: the predicted peak (none: kappa 0)"]
     header = ("variant", "points", "lambda", "sigma", "kappa", "N*", "R^2", "max resid")
     for panel in result.panels:
