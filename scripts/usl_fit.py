@@ -20,6 +20,7 @@ same fit (--usl).
 Needs python3-scipy (Debian; scripts/setup.sh installs it).
 """
 import math
+import os
 import sys
 from dataclasses import dataclass
 
@@ -162,6 +163,10 @@ def main(argv):
 if __name__ == "__main__":
     try:
         status = main(sys.argv)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader (| head) stopped: nothing to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 0
     except Exception as e:  # a bug, not bad input: still one line, as walbench promises
         print(f"walbench: error: report --usl: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         status = 2
