@@ -1,4 +1,4 @@
-// The walbench CLI (CLI11): run, rerun, merge, list, validate, report, compare, calibrate.
+// The walbench CLI (CLI11): run, rerun, merge, list, validate, report, compare, plot, calibrate.
 //
 // Exit status contract (NB: must match the --help footer and configs/README.md):
 //   0  everything ran (and verified)
@@ -35,6 +35,7 @@
 #include "harness/list.h"
 #include "harness/merge.h"
 #include "harness/provenance.h"
+#include "harness/python_script.h"
 #include "harness/report.h"
 #include "harness/rerun.h"
 #include "harness/resume.h"
@@ -68,6 +69,8 @@ constexpr const char* kFooter =
     "  walbench compare r.json --reference ../shared/reference/insert-locks-fsync-off.csv\n"
     "                                            shapes, peaks, winners vs a published table\n"
     "  walbench calibrate -o presets/myhost.json measure this machine as a sim preset file\n"
+    "  walbench plot r.json --usl                tps against clients with USL fits: r.png\n"
+    "  walbench report r.json --usl              Universal Scalability Law fit of each curve\n"
     "\n"
     "Configs live in configs/*.json; every key, its default and the matrix rules are in\n"
     "configs/README.md. `walbench SUBCOMMAND --help` shows a subcommand's options.\n"
@@ -337,7 +340,40 @@ int real_main(int argc, char** argv) {
       "  walbench report results/2025-01-01-myhost-quick.json\n"
       "  walbench report r.json --columns num_locks --ratio procno     % of procno per lock count\n"
       "  walbench report r.json --metric p99 --format markdown\n"
-      "  walbench report r.json --wait-events --format csv");
+      "  walbench report r.json --wait-events --format csv\n"
+      "  walbench report r.json --usl                                   USL fit per curve");
+  bool report_usl = false;
+  report->add_flag("--usl", report_usl,
+                   "instead of the tables, fit the Universal Scalability Law to each curve (tps "
+                   "against clients, per variant and swept key) and print lambda, sigma, kappa, "
+                   "the peak N* and R^2 (scripts/usl_fit.py, SciPy)");
+
+  // plot
+  std::string plot_result, plot_output, plot_ratio, plot_reference;
+  bool plot_usl = false;
+  CLI::App* plot = app.add_subcommand(
+      "plot", "draw a result file: tps against clients, one line per variant, one panel per "
+              "record size or other swept key (scripts/plot_result.py, matplotlib)");
+  plot->add_option("RESULT", plot_result, "result JSON written by walbench run")
+      ->required()
+      ->type_name("FILE");
+  plot->add_option("-o,--output", plot_output, "image to write, .png or .svg (default: RESULT "
+                   "with .json replaced by .png)")
+      ->type_name("FILE");
+  plot->add_option("--ratio", plot_ratio, "each variant in % of this variant's tps at the same "
+                   "clients (the threads' relative curves)")
+      ->type_name("BASELINE");
+  plot->add_option("--reference", plot_reference, "overlay a published table (dashed; "
+                   "../shared/reference/*.csv: variant, clients, tps, series columns)")
+      ->type_name("CSV");
+  plot->add_flag("--usl", plot_usl, "draw each curve's Universal Scalability Law fit (the fit "
+                 "report --usl prints)");
+  plot->footer(
+      "Example: walbench plot results/2025-01-01-myhost-insert-locks.json --ratio "
+      "insert_locks_waitlist\n"
+      "Points are median tps; error bars the confidence interval of the median the summary "
+      "records (3+ repetitions) or min-max (2); the caption says which. Needs python3-matplotlib "
+      "(and python3-scipy for --usl): scripts/setup.sh.");
 
   // compare
   std::string cmp_base, cmp_new;
@@ -506,7 +542,17 @@ int real_main(int argc, char** argv) {
     return 0;
   }
   if (*validate) return validate_command(val_configs, val_sets);
+  if (*report && report_usl) return run_python_script("usl_fit.py", {report_path});
   if (*report) return report_command(report_path, std::cout, std::cerr, rep);
+  if (*plot) {
+    std::vector<std::string> args = {
+        "--output=" + (plot_output.empty() ? default_plot_path(plot_result) : plot_output)};
+    if (!plot_ratio.empty()) args.push_back("--ratio=" + plot_ratio);
+    if (!plot_reference.empty()) args.push_back("--reference=" + plot_reference);
+    if (plot_usl) args.push_back("--usl");
+    args.insert(args.end(), {"--", plot_result});
+    return run_python_script("plot_result.py", args);
+  }
   if (*calibrate) {
     cal.fsync_dir = cal_fsync == "none" ? "" : cal_fsync;
     return calibrate_command(cal, cal_output, std::cout, std::cerr);
