@@ -61,7 +61,7 @@ std::string merge_error(const std::vector<MergeInput>& inputs) {
 
 }  // namespace
 
-TEST_CASE("--shard K/N: 1 <= K <= N, else one line naming the option", "[merge]") {
+TEST_CASE("run --shard K/N: 1 <= K <= N, else one line naming the option", "[merge]") {
   CHECK(parse_shard("1/1").k == 1);
   CHECK(parse_shard("2/3").k == 2);
   CHECK(parse_shard("2/3").n == 3);

@@ -410,6 +410,7 @@ class WalCell final : public CellRun {
       total.max_lag_bytes = std::max(total.max_lag_bytes, r.max_lag_bytes);
       total.writer_waits += r.writer_waits;
       total.writer_wait_ms += r.writer_wait_ms;
+      total.host_timing = !runs_in_virtual_time<P>();
       if (!r.ok && total.ok) {
         total.ok = false;
         total.error = private_ ? "stream of client " + std::to_string(s) + ": " + r.error : r.error;
