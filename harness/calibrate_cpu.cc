@@ -218,41 +218,6 @@ std::vector<double> copy_all_cores(const std::vector<int>& cpus, int samples, do
   return v;
 }
 
-bool have_crc32c_sse42() {
-#if defined(__x86_64__)
-  return __builtin_cpu_supports("sse4.2");
-#else
-  return false;
-#endif
-}
-
-#if defined(__x86_64__)
-__attribute__((target("sse4.2"))) uint32_t crc32c_sse42_loop(uint32_t crc, const void* data,
-                                                              size_t n) {
-  const unsigned char* p = static_cast<const unsigned char*>(data);
-  while (n > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0) {
-    crc = _mm_crc32_u8(crc, *p++);
-    --n;
-  }
-  while (n >= 8) {  // one crc32q per 8 bytes, each waiting for the previous one's result
-    uint64_t word;
-    std::memcpy(&word, p, 8);
-    crc = static_cast<uint32_t>(_mm_crc32_u64(crc, word));
-    p += 8;
-    n -= 8;
-  }
-  while (n > 0) {
-    crc = _mm_crc32_u8(crc, *p++);
-    --n;
-  }
-  return crc;
-}
-#else
-uint32_t crc32c_sse42_loop(uint32_t, const void*, size_t) {
-  std::fprintf(stderr, "calibrate: crc32c_sse42_loop called without SSE4.2\n");
-  std::abort();
-}
-#endif
 
 namespace {
 // Bytes per ns of crc(buffer) over a cache-resident 64 KiB buffer of random bytes.

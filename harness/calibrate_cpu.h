@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/wal/crc32c.h"
+
 namespace walbench::calibration {
 
 // Cache-line ping-pong between two pinned threads, as nviennot/core-to-core-latency: each
@@ -38,12 +40,9 @@ std::vector<double> copy_one_core(int samples);
 // sample is the sum of the threads' rates, bytes per ns. A spin barrier starts each window.
 std::vector<double> copy_all_cores(const std::vector<int>& cpus, int samples, double window_ns);
 
-// True where crc32c_sse42_loop can run (x86-64 with SSE4.2, checked at run time).
-bool have_crc32c_sse42();
-// PostgreSQL's SSE4.2 CRC-32C loop shape: bytes one at a time up to 8-byte alignment, then one
-// crc32q per 8 bytes, then the tail bytes. `crc` is the raw register (INIT 0xFFFFFFFF, final
-// value inverted, as pg_crc32c). Call only when have_crc32c_sse42().
-uint32_t crc32c_sse42_loop(uint32_t crc, const void* data, size_t n);
+// The loop PostgreSQL's CRC runs (crc32c_sse42_loop) lives with the model's CRC.
+using walbench::crc32c_sse42_loop;
+using walbench::have_crc32c_sse42;
 
 // Bytes per ns over a cache-resident 64 KiB buffer (a record being inserted is in cache):
 // crc_rate_postgres() with crc32c_sse42_loop (call only when have_crc32c_sse42()),

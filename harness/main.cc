@@ -30,6 +30,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "harness/calibrate.h"
+#include "harness/calibrate_hot_path.h"
 #include "harness/config.h"
 #include "harness/fidelity.h"
 #include "harness/list.h"
@@ -491,9 +492,17 @@ int real_main(int argc, char** argv) {
   calibrate->add_option("--name", cal.name, "machine name for the description (default: host name)")
       ->type_name("NAME");
   calibrate->add_flag("--quick", cal.quick, "fewer repetitions: under 5 s instead of under 30 s");
+  std::string cal_hot_path;
+  calibrate
+      ->add_option("--hot-path", cal_hot_path,
+                   "instead of a preset: measure one core's memcpy and CRC rates and print, per "
+                   "real-thread cell of RESULT, its tps as % of that limit (copy + CRC of each "
+                   "transaction's WAL bytes) and its peak RSS")
+      ->type_name("RESULT");
   calibrate->footer(
       "Example: walbench calibrate -o presets/myhost.json, then in a config\n"
       "  \"platform\": {\"kind\": \"sim\", \"preset\": \"myhost.json\", \"cores\": 64}\n"
+      "Example: walbench calibrate --hot-path bench.json   (after walbench run configs/bench-hot-path.json -o bench.json)\n"
       "Measures cache-line transfers, atomics, semaphore wake-ups, context switches, memcpy/CRC "
       "bandwidth and fsync (presets/README.md); each figure is printed with its spread on stderr.");
 
@@ -553,6 +562,8 @@ int real_main(int argc, char** argv) {
     args.insert(args.end(), {"--", plot_result});
     return run_python_script("plot_result.py", args);
   }
+  if (*calibrate && !cal_hot_path.empty())
+    return calibrate_hot_path_command(cal_hot_path, cal.quick, std::cout, std::cerr);
   if (*calibrate) {
     cal.fsync_dir = cal_fsync == "none" ? "" : cal_fsync;
     return calibrate_command(cal, cal_output, std::cout, std::cerr);

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "harness/interrupt.h"
+#include "harness/memory_usage.h"
 #include "harness/measure.h"
 
 namespace walbench {
@@ -42,6 +43,8 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
     res.json["error"] = res.ok ? ojson(nullptr) : ojson(res.error);
   };
 
+  const bool host_memory = cell.platform.kind == "threads";  // memory_usage.h: why not the sim
+  const bool peak_reset = host_memory && reset_peak_rss();
   std::unique_ptr<CellRun> run;
   try {
     run = factory(cell, seed);
@@ -186,6 +189,11 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
     }
   }
   if (res.ok && !obs.measured) fail("the clients returned before the timed window ended");
+  if (host_memory) {
+    const std::optional<double> peak = peak_rss_mib();
+    res.json["peak_rss_mib"] = peak ? ojson(static_cast<double>(static_cast<int64_t>(*peak * 10 + 0.5)) / 10) : ojson(nullptr);
+    res.json["peak_rss_since"] = peak_reset ? "repetition start" : "process start";
+  }
   finalize_json();
   return res;
 }

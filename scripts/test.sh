@@ -12,7 +12,7 @@ cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs" --target strategy_tests core_tests walbench
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 build/tsan/strategy_tests "[conformance]"
-build/tsan/core_tests "[locks]"
+build/tsan/core_tests "[locks],[stream]"
 echo "== ThreadSanitizer: real-thread runs through the runner (window snapshots, WAL writer, ideal)"
 tsan_out=$(mktemp -d)
 trap 'rm -rf "$tsan_out"' EXIT
