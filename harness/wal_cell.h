@@ -238,8 +238,9 @@ class WalCell final : public CellRun {
         st.storage = make_file_storage(geom_, st.dir->path(), spec.wal.fsync);
       } else {
         // Bounded memory whatever the run's length; the verifier checks the WAL as it is written.
-        const uint64_t ring = std::max<uint64_t>(4 * ring_chunk_bytes(geom_),
-                                                 (uint64_t{spec.wal.memory_mb} << 20) / streams);
+        // ideal's private streams share wal.memory_mb (at least 256 KiB each).
+        const uint64_t ring =
+            std::max<uint64_t>(uint64_t{256} << 10, (uint64_t{spec.wal.memory_mb} << 20) / streams);
         auto ring_storage = make_ring_storage(geom_, ring, /*reader=*/spec.run.verify);
         if (spec.run.verify)
           st.verifier = std::make_unique<StreamingVerifier>(

@@ -113,7 +113,7 @@ class MemoryStorage final : public Storage {
 class RingStorage final : public StreamedStorage {
  public:
   RingStorage(const WalGeometry& g, uint64_t ring_bytes, bool reader)
-      : chunk_(ring_chunk_bytes(g)),
+      : chunk_(ring_chunk_bytes(g, ring_bytes)),
         chunks_(std::max<uint64_t>(4, (ring_bytes + chunk_ - 1) / chunk_)),
         mem_(static_cast<uint8_t*>(std::aligned_alloc(4096, chunks_ * chunk_))) {
     if (!mem_) throw std::bad_alloc();
@@ -274,8 +274,10 @@ class RingStorage final : public StreamedStorage {
 
 }  // namespace
 
-uint64_t ring_chunk_bytes(const WalGeometry& g) {
-  return std::min<uint64_t>(g.segment_size, uint64_t{1} << 20);
+uint64_t ring_chunk_bytes(const WalGeometry& g, uint64_t ring_bytes) {
+  uint64_t chunk = std::min<uint64_t>(g.segment_size, uint64_t{1} << 20);
+  while (chunk > g.page_size && 4 * chunk > ring_bytes) chunk /= 2;
+  return chunk;
 }
 
 std::unique_ptr<StreamedStorage> make_ring_storage(const WalGeometry& g, uint64_t ring_bytes,

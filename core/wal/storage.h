@@ -63,8 +63,8 @@ class Storage {
 
 // Memory storage with bounded memory, read by one streaming reader (the verifier) while it is
 // written. The WAL's bytes land in a ring of `chunks` chunks of chunk_bytes each (a power of
-// two: min(segment size, 1 MiB), so a chunk never spans segments and page boundaries fall on
-// chunk boundaries or inside); the bytes of LSN x live in chunk (x / chunk_bytes) % chunks.
+// two: ring_chunk_bytes(), so a chunk never spans segments and page boundaries fall on chunk
+// boundaries or inside); the bytes of LSN x live in chunk (x / chunk_bytes) % chunks.
 //
 // The writer (write()) may only reuse a chunk once the reader released every LSN below the new
 // bytes minus the ring's size: it waits for the reader otherwise (counted in stats(): a writer
@@ -108,7 +108,9 @@ std::unique_ptr<Storage> make_memory_storage(const WalGeometry& g);
 // ring_bytes is rounded up to whole chunks, at least 4.
 std::unique_ptr<StreamedStorage> make_ring_storage(const WalGeometry& g, uint64_t ring_bytes,
                                                    bool reader);
-uint64_t ring_chunk_bytes(const WalGeometry& g);
+// The chunk of a ring of ring_bytes: a quarter of it rounded down to a power of two, at most
+// 1 MiB (the writer's waits come in steps of a chunk) and the segment size, at least a page.
+uint64_t ring_chunk_bytes(const WalGeometry& g, uint64_t ring_bytes);
 std::unique_ptr<Storage> make_file_storage(const WalGeometry& g, const std::string& dir,
                                            bool fsync);
 

@@ -746,7 +746,7 @@ TEST_CASE("verifier refuses an invalid geometry instead of crashing", "[wal]") {
 
 namespace {
 
-// A WAL of many laps of kSmall's smallest ring (4 segments of 4 KiB): records of 34 B to 3 KiB
+// A WAL of many laps of kSmall's smallest ring (4 pages of 1 KiB): records of 34 B to 3 KiB
 // from 3 clients, crossing pages and segments.
 TestWal many_laps_wal() {
   TestWal w(kSmall, 3);
@@ -772,7 +772,7 @@ TEST_CASE("streaming verifier checks a WAL many times the ring's size while it i
           "[wal][stream]") {
   const TestWal w = many_laps_wal();
   auto st = make_ring_storage(kSmall, 0, /*reader=*/true);  // rounded up to 4 chunks
-  REQUIRE(st->stats().ring_bytes == 4 * kSmall.segment_size);
+  REQUIRE(st->stats().ring_bytes == 4 * kSmall.page_size);
   REQUIRE(w.end().value > 100 * st->stats().ring_bytes);  // the ring is reused 100+ times
   StreamingVerifier verifier(*st, kSmall, kSmall.bytepos_to_lsn(BytePos{0}), 3);
   std::thread writer([&] { write_streamed(w, *st, 777); });
@@ -783,7 +783,7 @@ TEST_CASE("streaming verifier checks a WAL many times the ring's size while it i
   CHECK(r.records == w.recs.size());
   CHECK(r.bytes == w.end().value - w.expect().start.value);
   CHECK(r.streamed);
-  CHECK(r.ring_bytes == 4 * kSmall.segment_size);
+  CHECK(r.ring_bytes == 4 * kSmall.page_size);
   CHECK(r.max_lag_bytes <= r.ring_bytes);  // the writer never overran the reader
   CHECK(st->bytes_written() == w.end().value);
 }
