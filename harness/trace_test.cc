@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/proc.h"
 #include "harness/trace.h"
 #include "tests/temp_dir.h"
 
