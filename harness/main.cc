@@ -275,7 +275,8 @@ int real_main(int argc, char** argv) {
       ->type_name("INDEX");
   run->footer(
       "Example: walbench run configs/quick.json --set run.repetitions=3 -o quick3.json\n"
-      "Trace: walbench run configs/sim-insert-locks-fsync-off.json --trace-cell 40 --trace t.json\n"
+      "Trace: walbench run configs/sim-insert-locks-fsync-off.json --trace-cell 40 --trace-window 0.01\n"
+      "  --trace t.json   (cell 40: 64 clients, waitlist insertingAt, 4 KiB records)\n"
       "SIGINT/SIGTERM stops the running cells at once, records them as interrupted, writes the\n"
       "file and prints the command that resumes it: walbench run --resume RESULT. A second\n"
       "signal exits at once (the file keeps its last complete version).\n"
