@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/trace.h"
 #include "core/wal/types.h"
 
 namespace walbench {
@@ -195,8 +196,18 @@ struct alignas(64) Proc {
   ProcStats stats;
   LockLocal lock_local;
 
-  void set_wait(WaitEvent e) { wait_event.store(static_cast<uint32_t>(e), std::memory_order_relaxed); }
-  void clear_wait() { wait_event.store(0, std::memory_order_relaxed); }
+  // Lock-wait tracing (core/trace.h): nullptr unless this repetition is traced; the hooks in
+  // set_wait/clear_wait and the locks test it and do nothing else when it is null.
+  ClientTrace* tracer = nullptr;
+
+  void set_wait(WaitEvent e) {
+    wait_event.store(static_cast<uint32_t>(e), std::memory_order_relaxed);
+    if (tracer) tracer->wait(static_cast<uint16_t>(e));
+  }
+  void clear_wait() {
+    wait_event.store(0, std::memory_order_relaxed);
+    if (tracer) tracer->wait_end();
+  }
 
   // splitmix64: cheap, deterministic, good enough for backoff jitter and lock choice.
   uint64_t next_random() {

@@ -143,6 +143,11 @@ class CellRun {
   // are cumulative counts the runner may snapshot at any time, also while clients run, and
   // difference (keys named in kModelGauges, harness/measure.h, are levels, not counts).
   virtual nlohmann::json model_stats() const = 0;
+  // Lock-wait tracing (harness/trace.h): the names of the Procs a trace shows, in procno order
+  // (empty: this model cannot be traced); set_tracers gives Proc i tracers[i], and an empty
+  // vector detaches them. Called only while no client runs.
+  virtual std::vector<std::string> trace_tracks() const { return {}; }
+  virtual void set_tracers(const std::vector<ClientTrace*>& /*tracers*/) {}
 };
 
 // Builds the model for one repetition of a cell. Throws ConfigError-like std::runtime_error on

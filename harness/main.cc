@@ -142,12 +142,39 @@ int validate_command(const std::vector<std::string>& paths, const std::vector<st
   return rc;
 }
 
+// run --trace: keep only the traced cell (the matrix's only one, or --trace-cell INDEX).
+void select_traced_cell(LoadedConfigs& loaded, const std::optional<TraceOptions>& trace,
+                        const std::optional<size_t>& trace_cell) {
+  if (!trace) {
+    if (trace_cell) throw UsageError("run: --trace-cell needs --trace FILE.json");
+    return;
+  }
+  if (!(trace->window_s > 0))
+    throw UsageError(absl::StrFormat("run: --trace-window must be > 0 seconds (got %g)", trace->window_s));
+  const size_t n = loaded.cells.size();
+  if (!trace_cell) {
+    if (n != 1)
+      throw UsageError(absl::StrFormat(
+          "run: --trace records one cell and the matrix has %d; pick one with --trace-cell "
+          "INDEX (0-%d, the index `walbench validate` counts and the result file records)", n, n - 1));
+    return;
+  }
+  if (*trace_cell >= n)
+    throw UsageError(absl::StrFormat("run: --trace-cell %d: the matrix has %d cell%s (0-%d)",
+                                     *trace_cell, n, n == 1 ? "" : "s", n - 1));
+  loaded.cells = {loaded.cells[*trace_cell]};
+}
+
 int run_command(const std::vector<std::string>& paths, const std::vector<std::string>& sets,
                 std::string output, bool force, bool quiet, unsigned jobs,
-                const std::optional<std::string>& shard_text) {
+                const std::optional<std::string>& shard_text,
+                const std::optional<TraceOptions>& trace = std::nullopt,
+                const std::optional<size_t>& trace_cell = std::nullopt) {
   const std::optional<Shard> sharded =
       shard_text ? std::optional<Shard>(parse_shard(*shard_text)) : std::nullopt;
+  if (sharded && trace) throw UsageError("run: --trace and --shard do not go together");
   LoadedConfigs loaded = load_configs(paths, sets);  // everything validated up front
+  select_traced_cell(loaded, trace, trace_cell);
   nlohmann::json shard;
   if (sharded) {
     const Shard& s = *sharded;
@@ -171,6 +198,7 @@ int run_command(const std::vector<std::string>& paths, const std::vector<std::st
   opts.quiet = quiet;
   opts.jobs = jobs;
   opts.shard = shard;
+  opts.trace = trace;
   std::cerr << stale_binary_warning();
   if (!quiet)
     std::cerr << absl::StrFormat("walbench: %d cell%s%s from %s -> %s\n", loaded.cells.size(),
@@ -228,8 +256,28 @@ int real_main(int argc, char** argv) {
                   "file records the shard, for `walbench merge` (default file name gets "
                   "-shardKofN)")
       ->type_name("K/N");
+  TraceOptions run_trace;
+  size_t run_trace_cell = 0;
+  CLI::Option* run_trace_option = run->add_option("--trace", run_trace.path,
+                  "write the lock-wait trace of one cell (its first repetition) to FILE.json, a "
+                  "Chrome trace event file for ui.perfetto.dev: a track per client with its lock "
+                  "waits, holds, sleeps and I/O, a track and a holders/queue counter per lock; "
+                  "runs only that cell (see --trace-cell)")
+      ->type_name("FILE.json");
+  run->add_option("--trace-window", run_trace.window_s,
+                  "seconds of the timed window the trace records, from its start (default 0.1; "
+                  "virtual seconds on the simulator); a window past the run's end records to "
+                  "the last client's return")
+      ->type_name("S");
+  CLI::Option* run_trace_cell_option = run->add_option("--trace-cell", run_trace_cell,
+                  "with --trace: the cell to run and trace, by index (0-based, as `walbench "
+                  "validate` counts and the result file records); required when the matrix has "
+                  "more than one cell")
+      ->type_name("INDEX");
   run->footer(
       "Example: walbench run configs/quick.json --set run.repetitions=3 -o quick3.json\n"
+      "Trace: walbench run configs/sim-insert-locks-fsync-off.json --trace-cell 40 --trace-window 0.01\n"
+      "  --trace t.json   (cell 40: 64 clients, waitlist insertingAt, 4 KiB records)\n"
       "SIGINT/SIGTERM stops the running cells at once, records them as interrupted, writes the\n"
       "file and prints the command that resumes it: walbench run --resume RESULT. A second\n"
       "signal exits at once (the file keeps its last complete version).\n"
@@ -532,6 +580,8 @@ int real_main(int argc, char** argv) {
   }
 
   if (*run && !run_resume.empty()) {
+    if (run_trace_option->count())
+      return fail("run: --trace does not go with --resume (trace one cell of a config instead)");
     if (!run_configs.empty() || !run_sets.empty() || run_shard_option->count())
       return fail("run: --resume takes the config (and the shard) from RESULT; give no CONFIG, "
                   "--set or --shard (see walbench run --help)");
@@ -543,7 +593,11 @@ int real_main(int argc, char** argv) {
   if (*run)
     return run_command(run_configs, run_sets, run_output, run_force, run_quiet, run_jobs,
                        run_shard_option->count() ? std::optional<std::string>(run_shard)
-                                                 : std::nullopt);
+                                                 : std::nullopt,
+                       run_trace_option->count() ? std::optional<TraceOptions>(run_trace)
+                                                 : std::nullopt,
+                       run_trace_cell_option->count() ? std::optional<size_t>(run_trace_cell)
+                                                      : std::nullopt);
   if (*merge) return merge_command(mo, std::cout, std::cerr);
   if (*rerun) return rerun_command(rr, std::cout, std::cerr);
   if (*list) {

@@ -10,6 +10,8 @@
 #include "harness/interrupt.h"
 #include "harness/memory_usage.h"
 #include "harness/measure.h"
+#include "core/platform/sim.h"
+#include "core/platform/threads.h"
 
 namespace walbench {
 
@@ -26,10 +28,37 @@ ojson progress_entry(double t, double tps, double lat_ms, double stddev_ms) {
   return j;
 }
 
+// The tracer of a traced repetition, attached to the model's Procs. On the simulator the
+// window's start is the end of the warm-up in virtual ns (NB: as WalCell::drive computes it)
+// and timestamps stay virtual time; on threads it starts when the runner opens the window.
+std::unique_ptr<LockTracer> start_trace(const CellSpec& cell, CellRun& run, RunControl& ctl,
+                                        const TraceOptions& opts) {
+  std::vector<std::string> names = run.trace_tracks();
+  if (names.empty()) throw std::runtime_error("this model has no traceable clients");
+  const bool sim = run.drives_itself();
+  const uint64_t warm = static_cast<uint64_t>(cell.run.warmup_s * 1e9 + 0.5);
+  auto tracer = std::make_unique<LockTracer>(
+      std::move(names), opts, sim ? &SimPlatform::now_ns : &ThreadsPlatform::now_ns,
+      /*lossless=*/sim, sim ? warm : TraceWindow::kUnknown, sim ? nullptr : &ctl.measuring,
+      /*ts_origin_ns_if_known=*/0);
+  std::vector<ClientTrace*> clients;
+  for (size_t i = 0; i < tracer->size(); ++i) clients.push_back(tracer->client(i));
+  run.set_tracers(clients);
+  return tracer;
+}
+
+nlohmann::json trace_about(const CellSpec& cell, uint64_t seed) {
+  return {{"cell", cell.index}, {"label", cell.label}, {"clients", cell.clients},
+          {"platform", cell.platform.kind}, {"seed", seed},
+          {"clock", cell.platform.kind == "sim" ? "virtual time (ns since the simulation began)"
+                                                : "steady_clock, ts from the window's start"}};
+}
+
 }  // namespace
 
 RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t seed, bool quiet,
-                         std::ostream& err, const StuckHandler& on_stuck) {
+                         std::ostream& err, const StuckHandler& on_stuck,
+                         const TraceOptions* trace) {
   RepResult res;
   res.json["seed"] = seed;
   auto fail = [&](const std::string& msg) {
@@ -61,6 +90,16 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
 
   const uint32_t n = cell.clients;
   RunControl ctl(n);
+  std::unique_ptr<LockTracer> tracer;
+  if (trace) {
+    try {
+      tracer = start_trace(cell, *run, ctl, *trace);
+    } catch (const std::exception& e) {
+      fail(std::string("trace: ") + e.what());
+      finalize_json();
+      return res;
+    }
+  }
   ThreadsObservation obs;  // what either platform observed, in its own time unit
   nlohmann::json platform_stats;
 
@@ -113,6 +152,16 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
         });
   }
 
+  if (tracer) {
+    run->set_tracers({});  // finish() below flushes outside the run: not traced
+    try {
+      err << "walbench: " << tracer->finish(trace_about(cell, seed)).line() << '\n';
+      err.flush();
+    } catch (const std::exception& e) {
+      fail(std::string("trace: ") + e.what());
+    }
+    tracer.reset();
+  }
   try {
     run->finish();
   } catch (const std::exception& e) {

@@ -15,6 +15,7 @@
 #include "harness/cell.h"
 #include "harness/cell_json.h"
 #include "harness/spec.h"
+#include "harness/trace.h"
 
 namespace walbench {
 
@@ -29,8 +30,11 @@ struct RepResult {
 // Called when client threads are stuck for good; must not return (it ends the process).
 using StuckHandler = std::function<void(const RepResult&)>;
 
+// trace: record this repetition's lock-wait trace (harness/trace.h); its summary line goes to
+// `err`. The numbers are the same with and without it on the simulator.
 RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t seed, bool quiet,
-                         std::ostream& err, const StuckHandler& on_stuck);
+                         std::ostream& err, const StuckHandler& on_stuck,
+                         const TraceOptions* trace = nullptr);
 
 // What the thread monitor observed in one repetition (threads_monitor.cc).
 struct ThreadsObservation {

@@ -150,13 +150,14 @@ void mark_interrupted(CellOutcome& co, int sig) {
 // Repetition r of a cell (nothing when the cell already failed).
 void run_cell_repetition(const CellSpec& cell, uint32_t r, const FactoryLookup& lookup, bool quiet,
                          std::ostream& err, const StuckHandlerFactory& stuck_handler,
-                         CellOutcome& co) {
+                         CellOutcome& co, const TraceOptions* trace = nullptr) {
   if (co.ok && interrupt_signal() != 0) return mark_interrupted(co, interrupt_signal());
   start_cell(cell, lookup, co);
   if (!co.ok) return;
   const uint64_t seed = cell.run.seed + r;
   co.ran = true;
-  RepResult rr = run_repetition(cell, co.factory, seed, quiet, err, stuck_handler(co, r, seed));
+  RepResult rr = run_repetition(cell, co.factory, seed, quiet, err, stuck_handler(co, r, seed),
+                                r == 0 ? trace : nullptr);
   if (!rr.ok && interrupt_signal() != 0) return mark_interrupted(co, interrupt_signal());
   co.reps.push_back(rr.json);
   if (!rr.ok) {
@@ -168,10 +169,11 @@ void run_cell_repetition(const CellSpec& cell, uint32_t r, const FactoryLookup& 
 
 // Every repetition of a cell, back to back (stopping at the first failure).
 CellOutcome compute_cell(const CellSpec& cell, const FactoryLookup& lookup, bool quiet,
-                         std::ostream& err, const StuckHandlerFactory& stuck_handler) {
+                         std::ostream& err, const StuckHandlerFactory& stuck_handler,
+                         const TraceOptions* trace = nullptr) {
   CellOutcome co;
   for (uint32_t r = 0; r < repetitions_of(cell) && co.ok; ++r)
-    run_cell_repetition(cell, r, lookup, quiet, err, stuck_handler, co);
+    run_cell_repetition(cell, r, lookup, quiet, err, stuck_handler, co, trace);
   start_cell(cell, lookup, co);
   return co;
 }
@@ -314,14 +316,16 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
     }
   // Every repetition of cell k; a simulated cell's progress lines name it.
   std::mutex progress_mutex;
+  const TraceOptions* trace = opts.trace ? &*opts.trace : nullptr;  // the first cell's
   auto compute = [&](size_t k) {
+    const TraceOptions* traced = k == 0 ? trace : nullptr;
     if (cells[k].platform.kind != "sim")
-      return compute_cell(cells[k], lookup, opts.quiet, err, stuck_handler_for(k));
+      return compute_cell(cells[k], lookup, opts.quiet, err, stuck_handler_for(k), traced);
     CellProgressLines lines(err, progress_mutex,
                             "cell " + cell_position(cells[k], k, cells.size()) + " " +
                                 describe_cell(cells[k]) + ": ");
     std::ostream progress(&lines);
-    return compute_cell(cells[k], lookup, opts.quiet, progress, stuck_handler_for(k));
+    return compute_cell(cells[k], lookup, opts.quiet, progress, stuck_handler_for(k), traced);
   };
   std::atomic<size_t> next_parallel{0};
   std::vector<std::thread> workers;
@@ -352,7 +356,8 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
       for (size_t k : interleaved) {
         if (r >= repetitions_of(cells[k])) continue;
         CellOutcome& co = rounds[k];
-        run_cell_repetition(cells[k], r, lookup, opts.quiet, err, stuck_handler_for(k), co);
+        run_cell_repetition(cells[k], r, lookup, opts.quiet, err, stuck_handler_for(k), co,
+                            k == 0 ? trace : nullptr);
       }
   }
 

@@ -31,6 +31,7 @@
 #include <functional>
 #include <iosfwd>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,7 @@
 #include "harness/measure.h"
 #include "harness/provenance.h"
 #include "harness/spec.h"
+#include "harness/trace.h"
 
 namespace walbench {
 
@@ -69,6 +71,9 @@ struct RunOptions {
   // do not depend on it: virtual time). Cells on real threads always run alone: no simulated
   // cell runs while one does.
   unsigned jobs = 1;
+  // `run --trace`: the lock-wait trace of the first repetition of the first cell (main.cc
+  // leaves one cell); nullopt: no trace.
+  std::optional<TraceOptions> trace;
 };
 
 // How the runner finds a cell's model factory. The default looks the strategy up in the

@@ -481,6 +481,18 @@ class WalCell final : public CellRun {
     return j;
   }
 
+  // Lock-wait tracing (harness/trace.h): the clients, then the WAL writer.
+  std::vector<std::string> trace_tracks() const override {
+    std::vector<std::string> names;
+    for (uint32_t i = 0; i < clients_; ++i) names.push_back("client " + std::to_string(i));
+    names.push_back("WAL writer");
+    return names;
+  }
+  void set_tracers(const std::vector<ClientTrace*>& tracers) override {
+    for (uint32_t i = 0; i < procs_.size(); ++i)
+      procs_[static_cast<int32_t>(i)].tracer = i < tracers.size() ? tracers[i] : nullptr;
+  }
+
   WindowTotals window_totals() const override {
     WindowTotals w;
     for (const auto& c : per_client_) {

@@ -247,6 +247,7 @@ class LWLock {
       if (!contended) {
         contended = true;
         t0 = P::now_ns();
+        if (me.tracer) me.tracer->lock_wait(this, trace_tranche(), trace_mode(mode));
       }
       queue_self(me, mode, st);
       // I6: re-attempt after queueing; a release in between either is seen here or sees us.
@@ -267,6 +268,7 @@ class LWLock {
       ++st.contended;
       st.wait_ns += P::now_ns() - t0;
     }
+    if (me.tracer) trace_acquired(me, contended, mode);
     return result;
   }
 
@@ -276,6 +278,7 @@ class LWLock {
     if (!attempt_lock(mode)) return false;
     remember_held(me, mode);
     ++me.stats.of(tranche_).acquisitions;
+    if (me.tracer) trace_acquired(me, false, mode);
     return true;
   }
 
@@ -290,6 +293,7 @@ class LWLock {
     const bool contended = must_wait;
     if (must_wait) {
       t0 = P::now_ns();
+      if (me.tracer) me.tracer->lock_wait(this, trace_tranche(), TraceMode::kWaitUntilFree);
       queue_self(me, kLwWaitUntilFree, st);
       must_wait = !attempt_lock(mode);  // I6
       if (must_wait) {
@@ -302,16 +306,21 @@ class LWLock {
     }
     repost(me, extra_waits);  // I9
     if (contended) st.wait_ns += P::now_ns() - t0;
-    if (must_wait) return false;
+    if (must_wait) {
+      if (me.tracer) me.tracer->lock_wait_end(this, trace_tranche(), false);
+      return false;
+    }
     remember_held(me, mode);
     ++st.acquisitions;
     if (contended) ++st.contended;
+    if (me.tracer) trace_acquired(me, contended, mode);
     return true;
   }
 
   // LWLockRelease.
   void release(Proc<P>& me) {
     const LwMode mode = forget_held(me);  // I10
+    if (me.tracer) me.tracer->hold_end(this, trace_tranche());  // before others can take it
     const uint32_t sub = mode == kLwExclusive ? kValExclusive : kValShared;
     const uint32_t old = state_.fetch_sub(sub);
     if (mode == kLwExclusive) {
@@ -340,6 +349,7 @@ class LWLock {
       if (!waited) {
         waited = true;
         t0 = P::now_ns();
+        if (me.tracer) me.tracer->lock_wait(this, trace_tranche(), TraceMode::kWaitForVar);
       }
       queue_self(me, kLwWaitUntilFree, st);  // at the head
       state_.fetch_or(kFlagReleaseOk);       // I7: the next release must wake us
@@ -354,6 +364,7 @@ class LWLock {
     }
     repost(me, extra_waits);  // I9
     if (waited) st.wait_ns += P::now_ns() - t0;
+    if (waited && me.tracer) me.tracer->lock_wait_end(this, trace_tranche(), false);
     return result;
   }
 
@@ -426,6 +437,16 @@ class LWLock {
 
   Proc<P>& proc(int32_t procno) { return (*procs_)[procno]; }
   static int32_t procno_of(const Proc<P>& me) { return static_cast<int32_t>(me.id.value); }
+
+  // Lock-wait tracing (core/trace.h); called only when me.tracer is set.
+  uint16_t trace_tranche() const { return static_cast<uint16_t>(tranche_); }
+  static TraceMode trace_mode(LwMode mode) {
+    return mode == kLwShared ? TraceMode::kShared : TraceMode::kExclusive;
+  }
+  void trace_acquired(Proc<P>& me, bool waited, LwMode mode) {
+    if (waited) me.tracer->lock_wait_end(this, trace_tranche(), true);
+    me.tracer->hold(this, trace_tranche(), mode == kLwShared);
+  }
 
   static void check_lock_mode(LwMode mode) {
     WALBENCH_LOCK_CHECK(mode == kLwExclusive || mode == kLwShared, "I1",

@@ -250,21 +250,28 @@ class SpinLock {
     LockStats& st = me.stats.of(tranche_);
     if (tas() == 0) {  // S1
       ++st.acquisitions;
+      if (me.tracer) me.tracer->acquired(this, trace_tranche());
       return;
     }
     ++st.contended;
     const uint64_t t0 = P::now_ns();
+    if (me.tracer) me.tracer->lock_wait(this, trace_tranche(), TraceMode::kSpin);
     SpinDelay<P> delay(me, tranche_, params_, st, where);
     while (tas_spin() != 0) delay.perform();
     delay.finish();  // S3
     st.wait_ns += P::now_ns() - t0;
     ++st.acquisitions;
+    if (me.tracer) {
+      me.tracer->lock_wait_end(this, trace_tranche(), true);
+      me.tracer->acquired(this, trace_tranche());
+    }
   }
 
   // One TAS, no backoff. True if the lock was taken.
   bool try_acquire(Proc<P>& me) {
     if (tas() != 0) return false;
     ++me.stats.of(tranche_).acquisitions;
+    if (me.tracer) me.tracer->acquired(this, trace_tranche());
     return true;
   }
 
@@ -281,6 +288,7 @@ class SpinLock {
 
  private:
   uint32_t tas() { return word_.tas(); }
+  uint16_t trace_tranche() const { return static_cast<uint16_t>(tranche_); }
   // TAS_SPIN (x86: read first, exchange only if it looks free).
   uint32_t tas_spin() { return word_.tas_spin(); }
 
