@@ -246,7 +246,8 @@ class LinkBuf {
     wal.copy_record(me, BytePos{start}, BytePos{end}, record, len);  // log_buffer_write
     links_.after_copy(wal, me, link, start_lsn, end_lsn);
 
-    publish(me, c, end);  // log_buffer_write_completed
+    // log_buffer_write_completed; an advertise after the copy (N4) may have published it all.
+    if (c.published < end) publish(me, c, end);
     c.inserting = false;
     return {start_lsn, end_lsn};
   }
