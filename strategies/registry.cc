@@ -6,6 +6,7 @@
 #include "strategies/clog_group_update/clog_group_update.h"
 #include "strategies/ideal/ideal.h"
 #include "strategies/insert_locks/insert_locks.h"
+#include "strategies/link_buf/link_buf.h"
 #include "strategies/lockfree_reserve/lockfree_reserve.h"
 #include "strategies/single_lock/single_lock.h"
 
@@ -16,6 +17,7 @@ const std::vector<StrategyInfo>& strategies() {
       single_lock_info(),
       insert_locks_info(),
       lockfree_reserve_info(),
+      link_buf_info(),
       ideal_info(),
   };
   return list;

@@ -40,6 +40,15 @@ inline std::vector<Variant> all_variants() {
             v.push_back({s.name, {{"num_locks", n}, {"insertingat", ia}, {"prev_link", pl}}});
       v.push_back({s.name, {{"num_locks", 8}, {"lock_choice", "random_stride"}, {"prev_link", "next_header"}}});
       v.push_back({s.name, nlohmann::json::object()});  // the defaults: what a config gets
+    } else if (s.name == "link_buf") {
+      for (const char* pl : {"next_header", "hash_table", "hash_table_offset"})
+        for (const char* ta : {"waiter", "inserter"})
+          v.push_back({s.name, {{"prev_link", pl}, {"tail_advancer", ta}}});
+      // A ring of 2 slots (16 bytes of WAL): publishing waits for the tail nearly always.
+      for (const char* ta : {"waiter", "inserter"})
+        v.push_back({s.name, {{"ring_slots", 2}, {"tail_advancer", ta}, {"spin_rounds", 0},
+                              {"prev_link", "next_header"}}});
+      v.push_back({s.name, nlohmann::json::object()});  // the defaults: what a config gets
     } else {
       v.push_back({s.name, nlohmann::json::object()});
     }

@@ -48,6 +48,8 @@ std::vector<Contender> contenders() {
       {"insert_locks_atomic", "insert_locks", {{"insertingat", "atomic"}}},
       {"insert_locks_atomic_fastpath", "insert_locks", {{"insertingat", "atomic_fastpath"}}},
       {"lockfree_reserve", "lockfree_reserve", nlohmann::json::object()},
+      {"link_buf", "link_buf", nlohmann::json::object()},
+      {"link_buf_waiter", "link_buf", {{"tail_advancer", "waiter"}}},
       {"insert_locks_buffer_init_lockfree", "insert_locks", nlohmann::json::object(), "lockfree"},
   };
 }
