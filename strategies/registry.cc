@@ -7,6 +7,7 @@
 #include "strategies/ideal/ideal.h"
 #include "strategies/insert_locks/insert_locks.h"
 #include "strategies/lockfree_reserve/lockfree_reserve.h"
+#include "strategies/per_client_progress/per_client_progress.h"
 #include "strategies/single_lock/single_lock.h"
 
 namespace walbench {
@@ -16,6 +17,7 @@ const std::vector<StrategyInfo>& strategies() {
       single_lock_info(),
       insert_locks_info(),
       lockfree_reserve_info(),
+      per_client_progress_info(),
       ideal_info(),
   };
   return list;
