@@ -8,6 +8,7 @@
 #include "strategies/insert_locks/insert_locks.h"
 #include "strategies/link_buf/link_buf.h"
 #include "strategies/lockfree_reserve/lockfree_reserve.h"
+#include "strategies/per_client_progress/per_client_progress.h"
 #include "strategies/single_lock/single_lock.h"
 
 namespace walbench {
@@ -18,6 +19,7 @@ const std::vector<StrategyInfo>& strategies() {
       insert_locks_info(),
       lockfree_reserve_info(),
       link_buf_info(),
+      per_client_progress_info(),
       ideal_info(),
   };
   return list;

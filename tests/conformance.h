@@ -49,6 +49,9 @@ inline std::vector<Variant> all_variants() {
         v.push_back({s.name, {{"ring_slots", 2}, {"tail_advancer", ta}, {"spin_rounds", 0},
                               {"prev_link", "next_header"}}});
       v.push_back({s.name, nlohmann::json::object()});  // the defaults: what a config gets
+    } else if (s.name == "per_client_progress") {
+      for (const char* pl : {"hash_table", "hash_table_offset"})
+        v.push_back({s.name, {{"prev_link", pl}}});
     } else {
       v.push_back({s.name, nlohmann::json::object()});
     }
