@@ -8,6 +8,7 @@
 #include "strategies/insert_locks/insert_locks.h"
 #include "strategies/lockfree_reserve/lockfree_reserve.h"
 #include "strategies/single_lock/single_lock.h"
+#include "strategies/write_group/write_group.h"
 
 namespace walbench {
 
@@ -17,6 +18,7 @@ const std::vector<StrategyInfo>& strategies() {
       insert_locks_info(),
       lockfree_reserve_info(),
       ideal_info(),
+      write_group_info(),
   };
   return list;
 }

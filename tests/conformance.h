@@ -40,6 +40,13 @@ inline std::vector<Variant> all_variants() {
             v.push_back({s.name, {{"num_locks", n}, {"insertingat", ia}, {"prev_link", pl}}});
       v.push_back({s.name, {{"num_locks", 8}, {"lock_choice", "random_stride"}, {"prev_link", "next_header"}}});
       v.push_back({s.name, nlohmann::json::object()});  // the defaults: what a config gets
+    } else if (s.name == "write_group") {
+      for (const char* copy : {"leader", "parallel"})
+        for (int cap : {64, 1 << 20})  // 64 B: groups of one or two; 1 MiB: the default
+          v.push_back({s.name, {{"copy", copy}, {"max_group_bytes", cap}}});
+      // no yield phase (spin, then block at once), and the fixed (non-adaptive) yield phase
+      v.push_back({s.name, {{"copy", "parallel"}, {"max_yield_us", 0}, {"spin_count", 0}}});
+      v.push_back({s.name, {{"adaptive_yield", false}}});
     } else {
       v.push_back({s.name, nlohmann::json::object()});
     }

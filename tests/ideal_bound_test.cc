@@ -49,6 +49,8 @@ std::vector<Contender> contenders() {
       {"insert_locks_atomic_fastpath", "insert_locks", {{"insertingat", "atomic_fastpath"}}},
       {"lockfree_reserve", "lockfree_reserve", nlohmann::json::object()},
       {"insert_locks_buffer_init_lockfree", "insert_locks", nlohmann::json::object(), "lockfree"},
+      {"write_group_leader", "write_group", {{"copy", "leader"}}},
+      {"write_group_parallel", "write_group", {{"copy", "parallel"}}},
   };
 }
 
