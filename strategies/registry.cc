@@ -10,6 +10,7 @@
 #include "strategies/lockfree_reserve/lockfree_reserve.h"
 #include "strategies/per_client_progress/per_client_progress.h"
 #include "strategies/single_lock/single_lock.h"
+#include "strategies/write_group/write_group.h"
 
 namespace walbench {
 
@@ -20,6 +21,7 @@ const std::vector<StrategyInfo>& strategies() {
       lockfree_reserve_info(),
       link_buf_info(),
       per_client_progress_info(),
+      write_group_info(),
       ideal_info(),
   };
   return list;

@@ -52,6 +52,13 @@ inline std::vector<Variant> all_variants() {
     } else if (s.name == "per_client_progress") {
       for (const char* pl : {"hash_table", "hash_table_offset"})
         v.push_back({s.name, {{"prev_link", pl}}});
+    } else if (s.name == "write_group") {
+      for (const char* copy : {"leader", "parallel"})
+        for (int cap : {64, 1 << 20})  // 64 B: groups of one or two; 1 MiB: the default
+          v.push_back({s.name, {{"copy", copy}, {"max_group_bytes", cap}}});
+      // no yield phase (spin, then block at once), and the fixed (non-adaptive) yield phase
+      v.push_back({s.name, {{"copy", "parallel"}, {"max_yield_us", 0}, {"spin_count", 0}}});
+      v.push_back({s.name, {{"adaptive_yield", false}}});
     } else {
       v.push_back({s.name, nlohmann::json::object()});
     }

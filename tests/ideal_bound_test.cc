@@ -51,6 +51,9 @@ std::vector<Contender> contenders() {
       {"link_buf", "link_buf", nlohmann::json::object()},
       {"link_buf_waiter", "link_buf", {{"tail_advancer", "waiter"}}},
       {"insert_locks_buffer_init_lockfree", "insert_locks", nlohmann::json::object(), "lockfree"},
+      {"write_group_leader", "write_group", {{"copy", "leader"}}},
+      {"write_group_parallel", "write_group", {{"copy", "parallel"}}},
+      {"per_client_progress", "per_client_progress", nlohmann::json::object()},
   };
 }
 
