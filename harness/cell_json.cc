@@ -235,6 +235,19 @@ std::vector<std::string> cell_warnings(const CellSpec& cell, const json& repetit
       w.push_back(rep_prefix(r) +
                   absl::StrFormat("%d of %d clients finished no transaction in the window", idle,
                                   cell.clients));
+    // Memory storage: the streaming verifier fell behind and held the WAL writer (WALWriteLock
+    // held) until it freed ring space; the run counts from its start, not the window's.
+    const json streaming = rep.contains("verify") && rep["verify"].is_object()
+                               ? rep["verify"].value("streaming", json::object())
+                               : json::object();
+    if (streaming.value("writer_waits", uint64_t{0}) > 0)
+      w.push_back(rep_prefix(r) +
+                  absl::StrFormat("the streaming verifier made the WAL writer wait %d times "
+                                  "(%.1f ms, whole run) for ring space: the WAL throughput may be "
+                                  "the verifier's; raise wal.memory_mb or give walbench a core "
+                                  "more",
+                                  streaming.value("writer_waits", uint64_t{0}),
+                                  streaming.value("writer_wait_ms", 0.0)));
     // Progress intervals: the trend inside the window and the time to steady state.
     if (!rep.contains("progress") || !rep["progress"].is_array()) continue;
     const double step = progress_step_s(rs);

@@ -173,6 +173,25 @@ ojson merge_results(const std::vector<MergeInput>& inputs, const std::string& co
                "not the same build; run every shard with one binary built from one source tree");
   }
 
+  // Real-thread cells are measurements of their machine: shards of one file must share it.
+  auto has_thread_cells = [](const ShardFile& f) {
+    for (const ojson& cell : f.input->doc["cells"])
+      if (cell.contains("platform") && cell["platform"].value("kind", std::string()) == "threads")
+        return true;
+    return false;
+  };
+  for (const ShardFile& f : files) {
+    if (!has_thread_cells(f) && !has_thread_cells(first)) continue;
+    for (const char* key : {"host", "cpu_model", "logical_cores"})
+      if (member_or_null(*f.ctx, key) != member_or_null(*first.ctx, key))
+        throw UsageError(absl::StrFormat(
+            "merge: %s and %s differ in context.%s (%s vs %s) and hold real-thread cells, whose "
+            "tps measure the machine they ran on; merge only shards run on one machine (simulated "
+            "cells may come from any)",
+            first.input->path, f.input->path, key, shown(member_or_null(*first.ctx, key)),
+            shown(member_or_null(*f.ctx, key))));
+  }
+
   // Every cell exactly once, each from its own shard.
   std::map<size_t, std::pair<const ojson*, const ShardFile*>> cells;
   for (const ShardFile& f : files) {
@@ -184,6 +203,12 @@ ojson merge_results(const std::vector<MergeInput>& inputs, const std::string& co
         throw UsageError(absl::StrFormat("merge: %s holds cell %s, which is not one of its shard "
                                          "%d/%d's cells",
                                          f.input->path, describe_cell(cell), f.shard.k, f.shard.n));
+      if (cell.contains("interrupted"))
+        throw UsageError(absl::StrFormat(
+            "merge: %s: cell %s was interrupted (%s); finish shard %d/%d first with walbench run "
+            "--resume %s",
+            f.input->path, describe_cell(cell), cell.value("error", std::string("interrupted")),
+            f.shard.k, f.shard.n, f.input->path));
       const auto [it, inserted] = cells.try_emplace(i, &cell, &f);
       if (!inserted)
         throw UsageError(absl::StrFormat(

@@ -144,6 +144,23 @@ int resume_command(const ResumeOptions& o, std::ostream& out, std::ostream& err)
     refuse(o.result_path, "written by walbench rerun, whose cells are not a config's matrix; "
                           "run walbench rerun again for the cells it lacks");
   check_provenance(o.result_path, ctx);
+  if (ctx.contains("trace"))
+    refuse(o.result_path, "written by walbench run --trace, which ran one cell of the matrix with "
+                          "tracing on; run it again");
+  // Kept real-thread cells measured the machine that ran them: the new ones must run there too.
+  bool thread_cells = false;
+  for (const auto& cell : doc["cells"])
+    thread_cells = thread_cells || (cell.contains("platform") &&
+                                    cell["platform"].value("kind", std::string()) == "threads");
+  if (thread_cells) {
+    const nlohmann::ordered_json here = run_context();
+    for (const char* key : {"host", "cpu_model", "logical_cores"})
+      if (json(here[key]) != ctx.value(key, json(nullptr)))
+        refuse(o.result_path, std::string("its real-thread cells ran on another machine (context.") +
+                                  key + " " + ctx.value(key, json(nullptr)).dump() + ", here " +
+                                  json(here[key]).dump() +
+                                  "); resume it on that machine, or run the config again whole");
+  }
 
   // Every recorded cell must be a rebuilt cell, setup block by setup block, and no rebuilt cell
   // may stand for two recorded ones. The recorded config keeps its keys sorted, so its matrix

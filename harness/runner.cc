@@ -197,6 +197,10 @@ ojson result_context(const std::vector<CellSpec>& cells, const RunOptions& opts)
   if (!opts.rerun_of.is_null()) ctx["rerun_of"] = ojson(opts.rerun_of);
   if (!opts.resumed_from.is_null()) ctx["resumed_from"] = ojson(opts.resumed_from);
   if (!opts.shard.is_null()) ctx["shard"] = ojson(opts.shard);
+  if (opts.trace)  // one cell of the matrix, traced: not a run of the config (resume refuses it)
+    ctx["trace"] = {{"file", opts.trace->path},
+                    {"window_s", opts.trace->window_s},
+                    {"cell", cells.empty() ? ojson(nullptr) : ojson(cells.front().index)}};
   ctx["config"] = ojson(opts.config);
   return ctx;
 }

@@ -26,7 +26,10 @@
 //                                                      perform_spin_delay on a slot below upto
 //   logInsertResult (PG 17): kept, with its early exit and monotonic advance
 //   (InsertionLocks<P>::monotonic_advance), so that the comparison with insert_locks "atomic"
-//   and lockfree_reserve differs in the completion tracking only.
+//   and lockfree_reserve differs in the completion tracking and in how a flusher waits: here it
+//   polls with perform_spin_delay (sleeps from 1 ms, growing), where insert_locks' flushers
+//   sleep on the lock's semaphore and are woken; under oversubscription that adds milliseconds
+//   to commits, so part of a difference between them is the wait policy, not the structure.
 //
 // Composition
 //   Reservation: lockfree_reserve's (one fetch_add on curr_byte_pos_). Prev link: lockfree_reserve's

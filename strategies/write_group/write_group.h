@@ -20,7 +20,11 @@
 //   compatible), pipelined write and two write queues (one group is in flight at a time, as in
 //   RocksDB's default write path), the write stall and the "last writer finishes the group" of
 //   CompleteParallelMemTableWriter (here the leader waits for its followers, W5).
-//   Departures: a yield is the shortest P::sleep_ns (P has no yield; kYieldNs); flushers poll
+//   Departures: a yield is the shortest P::sleep_ns (P has no yield; kYieldNs). On real threads
+//   that sleep lasts at least the kernel's timer slack (about 50 us), longer than
+//   slow_yield_us, so every yield counts as slow: the yield phase ends after 3 yields and the
+//   adaptive credit falls, i.e. AwaitState acts as spin-then-block there; a comparison with
+//   RocksDB's figures must allow for it. Flushers poll
 //   the progress words (spin_count spins, then yields) where PostgreSQL's sleep on the insertion
 //   lock's variable; with copy "leader" the leader reads each follower's record from the
 //   follower's memory (charged on the sim through P::touch_range), as RocksDB's leader reads the
