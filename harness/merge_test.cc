@@ -177,6 +177,28 @@ TEST_CASE("merge refuses a duplicated cell, naming it and both files", "[merge]"
   }
 }
 
+TEST_CASE("merge refuses interrupted cells, and real-thread shards of different machines",
+          "[merge]") {
+  std::vector<MergeInput> in = three_shards(7);
+  SECTION("an interrupted cell: resume its shard first") {
+    in[1].doc["cells"][0]["ok"] = false;
+    in[1].doc["cells"][0]["interrupted"] = true;
+    in[1].doc["cells"][0]["error"] = "interrupted by SIGINT";
+    const std::string e = merge_error(in);
+    CHECK(e.find("b.json: cell 1 (v clients=2") != std::string::npos);
+    CHECK(e.find("walbench run --resume b.json") != std::string::npos);
+  }
+  SECTION("simulated cells may come from any host (node1, node2, node3 here)") {
+    CHECK(merge_error(in) == "(no error)");
+  }
+  SECTION("real-thread cells measured their host") {
+    in[2].doc["cells"][0]["platform"] = {{"kind", "threads"}};
+    const std::string e = merge_error(in);
+    CHECK(e.find("a.json and c.json differ in context.host") != std::string::npos);
+    CHECK(e.find("real-thread cells") != std::string::npos);
+  }
+}
+
 TEST_CASE("merge refuses shards of different configs", "[merge]") {
   std::vector<MergeInput> in = three_shards(7);
   SECTION("another config after overrides") {
