@@ -60,6 +60,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "core/aligned_array.h"
 #include "core/clog/clog.h"
 #include "core/clog/proc_array.h"
 #include "core/platform/platform.h"
@@ -253,7 +254,7 @@ class WalCell final : public CellRun {
       st.wal->set_device(device_.get());
       streams_.push_back(std::move(st));
     }
-    for (auto& c : per_client_) c.buffer.reset(new uint8_t[max_len]);
+    for (auto& c : per_client_) c.buffer = make_aligned_array<uint8_t>(max_len, kRangeAlign);
     // C4 (core/clog/clog.h): a CLOG page with async commits is written only after WAL is flushed
     // up to them. Private streams (ideal) have no single LSN order: commits there pass no LSN.
     if (clog_ && !private_) clog_->clog().set_flush_hook(&clog_flush_hook, this);
@@ -567,7 +568,7 @@ class WalCell final : public CellRun {
   };
   // Owner-only; read after the run.
   struct alignas(64) PerClient {
-    std::unique_ptr<uint8_t[]> buffer;  // record under construction
+    AlignedArray<uint8_t> buffer;  // record under construction (write_group's leader reads it)
     uint64_t records = 0;               // records inserted = next sequence number
     uint64_t xids = 0;                  // xids assigned (top-level and subtransactions)
     uint64_t top_level = 0;             // of which top-level
