@@ -16,7 +16,7 @@
 
 #include "core/clog/clog.h"
 #include "core/proc.h"
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 #include "strategies/clog_exclusive/clog_exclusive.h"
 #include "strategies/clog_group_update/clog_group_update.h"
 

@@ -18,9 +18,9 @@
 #include "core/platform/sim.h"
 #include "core/platform/threads.h"
 #include "core/wal/wal.h"
-#include "harness/cell.h"
-#include "harness/spec.h"
-#include "harness/wal_cell.h"
+#include "core/cell/cell.h"
+#include "core/cell/spec.h"
+#include "core/cell/wal_cell.h"
 
 namespace walbench {
 

@@ -19,7 +19,7 @@
 
 #include "core/platform/emulated.h"
 #include "core/platform/threads.h"
-#include "harness/wal_cell.h"
+#include "core/cell/wal_cell.h"
 #include "strategies/single_lock/single_lock.h"
 #include "tests/conformance.h"
 

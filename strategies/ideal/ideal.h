@@ -67,7 +67,7 @@
 #include "core/proc.h"
 #include "core/wal/format.h"
 #include "core/wal/types.h"
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 #include "strategies/strategy.h"
 
 namespace walbench {

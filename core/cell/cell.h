@@ -17,7 +17,7 @@
 
 #include "core/proc.h"
 #include "core/wal/verify_result.h"
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 
 namespace walbench {
 

@@ -71,9 +71,9 @@
 #include "core/wal/storage.h"
 #include "core/wal/verifier.h"
 #include "core/wal/wal.h"
-#include "harness/cell.h"
+#include "core/cell/cell.h"
 #include "harness/measure.h"
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 #include "strategies/clog_choice.h"
 
 namespace walbench {
