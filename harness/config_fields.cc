@@ -1,6 +1,6 @@
 // The schema of a config: the fields of the top-level sections (one FieldDef each), the
 // strategy variants and their parameters, the CLOG strategy. NB: must match the structs in
-// harness/spec.h and the tables in configs/README.md.
+// core/cell/spec.h and the tables in configs/README.md.
 #include "harness/config_internal.h"
 
 #include <algorithm>
@@ -20,7 +20,7 @@
 namespace walbench::config_internal {
 
 // ---------------------------------------------------------------------------------------------
-// The fields of the top-level sections. NB: must match the structs in harness/spec.h and the
+// The fields of the top-level sections. NB: must match the structs in core/cell/spec.h and the
 // tables in configs/README.md.
 
 const std::vector<FieldDef>& field_defs() {
@@ -81,7 +81,7 @@ const std::vector<FieldDef>& field_defs() {
        }},
       {"workload", "name",
        [](CellSpec& c, const OJson& v, const Where& w) {
-         // NB: must match parse_workload in harness/wal_cell.h and harness/list.cc.
+         // NB: must match parse_workload in core/cell/wal_cell.h and harness/list.cc.
          c.workload.name =
              want_string(v, w, {"emit_message", "simple_update", "tpcb_like", "savepoints"});
        }},

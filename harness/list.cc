@@ -16,7 +16,7 @@
 #include "harness/config.h"
 #include "harness/provenance.h"
 #include "harness/runner.h"  // kWalbenchVersion
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 #include "strategies/strategy.h"
 
 

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "harness/cell.h"
-#include "harness/spec.h"
+#include "core/cell/cell.h"
+#include "core/cell/spec.h"
 #include "strategies/strategy.h"
 
 namespace walbench::conformance {

@@ -134,7 +134,7 @@
 //        stopping at the first slot whose old page is not written yet (it never writes);
 //        counted in pages_preinitialised.
 //   The pieces (background_request, background_write, preinitialise) are public so that one
-//   writer can serve several private streams with one fsync (harness/wal_cell.h).
+//   writer can serve several private streams with one fsync (core/cell/wal_cell.h).
 //
 // LOCK-FREE BUFFER INITIALISATION (kLockFree; bc22dc0e0d, "Get rid of WALBufMappingLock")
 //   Many clients initialise different pages of the ring at once. B = page size, N = wal_buffers.

@@ -17,7 +17,7 @@
 
 #include "core/proc.h"
 #include "core/wal/verify_result.h"
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 
 namespace walbench {
 
@@ -70,7 +70,7 @@ struct alignas(64) ClientCounters {
 };
 
 // Progress-line latency: what the monitor keeps between two progress points to difference the
-// clients' all_lat_* sums (harness/measure.h progress_latency()).
+// clients' all_lat_* sums (core/cell/window.h, ProgressMeter).
 struct LatencySums {
   uint64_t count = 0;
   double sum_ns = 0;
@@ -141,7 +141,7 @@ class CellRun {
   virtual WindowTotals window_totals() const = 0;
   // Model-level counters since the model was built: {"writes": n, "fsyncs": n, ...}. Numbers
   // are cumulative counts the runner may snapshot at any time, also while clients run, and
-  // difference (keys named in kModelGauges, harness/measure.h, are levels, not counts).
+  // difference (keys is_gauge_key names, core/cell/window.h, are levels, not counts).
   virtual nlohmann::json model_stats() const = 0;
   // Lock-wait tracing (harness/trace.h): the names of the Procs a trace shows, in procno order
   // (empty: this model cannot be traced); set_tracers gives Proc i tracers[i], and an empty

@@ -1,8 +1,9 @@
 // WalCell: the model of one repetition of a cell — procs, storage, the shared WAL with its
 // insertion strategy, the WAL writer, the CLOG with its CLOG strategy — and the workload's
 // transaction loop, instantiated per (platform, strategy). The only virtual call is client_main,
-// once per client; the workload is a template argument of the loop (one loop per workload), the
-// CLOG strategy a switch per commit (strategies/clog_choice.h).
+// once per client; the workload is a template argument of the loop (one loop per workload). The
+// CLOG with its CLOG strategy is the template argument C (CellClog below): strategies/make_cell.h
+// passes strategies/clog_choice.h's ClogChoice, which picks the strategy with a switch per commit.
 //
 // Workloads (DESIGN.md section 6, PROTOCOLS.md section 7). Each statement starts with
 // client_overhead_us of work outside any lock (parse, execute, network round trip). Record sizes
@@ -51,9 +52,11 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -72,10 +75,9 @@
 #include "core/wal/storage.h"
 #include "core/wal/verifier.h"
 #include "core/wal/wal.h"
-#include "harness/cell.h"
-#include "harness/measure.h"
-#include "harness/spec.h"
-#include "strategies/clog_choice.h"
+#include "core/cell/cell.h"
+#include "core/cell/spec.h"
+#include "core/cell/window.h"
 
 namespace walbench {
 
@@ -178,7 +180,22 @@ class ScratchDir {
   std::filesystem::path path_;
 };
 
-template <class P, class S>
+// What WalCell needs of the CLOG of a transactional cell (NB: strategies/clog_choice.h's
+// ClogChoice, the one make_cell.h passes, must satisfy it): built from the cell's clog section
+// over the cell's procs; the SLRU itself (xid assignment extends it, visibility checks read it,
+// the verifier reads its image); the commit of a transaction tree (TransactionIdCommitTree, or
+// TransactionIdAsyncCommitTree with lsn = the commit record's end); its counters for
+// model_stats(), callable while clients run.
+template <class C, class P>
+concept CellClog = std::constructible_from<C, const ClogSpec&, ProcTable<P>&> &&
+                   requires(C& c, const C& cc, Proc<P>& me, Xid xid, std::span<const Xid> subxids,
+                            Lsn lsn) {
+                     { c.clog() } -> std::same_as<Clog<P>&>;
+                     c.commit_tree(me, xid, subxids, lsn);
+                     { cc.stats() } -> std::convertible_to<nlohmann::json>;
+                   };
+
+template <class P, class S, CellClog<P> C>
 class WalCell final : public CellRun {
  public:
   using WalT = Wal<P, S>;
@@ -199,7 +216,7 @@ class WalCell final : public CellRun {
     if (workload_ != WorkloadKind::kEmitMessage && !spec.workload.transactional)
       throw std::invalid_argument("workload " + spec.workload.name + " is always transactional");
     if (spec.workload.transactional && !private_) {
-      clog_ = std::make_unique<ClogChoice<P>>(spec.clog, procs_);
+      clog_ = std::make_unique<C>(spec.clog, procs_);
       if (pa_mode != ProcArrayMode::kOff)
         proc_array_ = std::make_unique<ProcArray<P>>(procs_, clients_, pa_mode);
     }
@@ -211,7 +228,7 @@ class WalCell final : public CellRun {
                                   std::max(4u, (spec.clog.clog_buffers + clients_ - 1) / clients_));
       for (uint32_t c = 0; c < clients_; ++c)
         private_xacts_.push_back({std::make_unique<XidGen<P>>(procs_),
-                                  std::make_unique<ClogChoice<P>>(own, procs_)});
+                                  std::make_unique<C>(own, procs_)});
     }
     const uint32_t max_len =
         workload_ == WorkloadKind::kEmitMessage
@@ -786,7 +803,7 @@ class WalCell final : public CellRun {
   XidGen<P>& xid_gen_of(const Proc<P>& me) {
     return private_ ? *private_xacts_[static_cast<uint32_t>(me.id.value)].xids : xid_gen_;
   }
-  ClogChoice<P>& clog_of(const Proc<P>& me) {
+  C& clog_of(const Proc<P>& me) {
     return private_ ? *private_xacts_[static_cast<uint32_t>(me.id.value)].clog : *clog_;
   }
 
@@ -881,14 +898,14 @@ class WalCell final : public CellRun {
   std::vector<Stream> streams_;
   const WorkloadKind workload_;
   alignas(128) XidGen<P> xid_gen_;
-  std::unique_ptr<ClogChoice<P>> clog_;  // transactional workloads only, shared WAL
+  std::unique_ptr<C> clog_;  // transactional workloads only, shared WAL
   std::unique_ptr<ProcArray<P>> proc_array_;  // with clog_, unless clog.procarray is "off"
   const uint32_t hint_miss_permille_ =
       static_cast<uint32_t>(std::lround(spec_.clog.hint_bit_miss * 1000.0));
   // Private streams (ideal), transactional workloads: each client's own XID counter and CLOG.
   struct PrivateXact {
     std::unique_ptr<XidGen<P>> xids;
-    std::unique_ptr<ClogChoice<P>> clog;
+    std::unique_ptr<C> clog;
   };
   std::vector<PrivateXact> private_xacts_;
   std::vector<PerClient> per_client_;

@@ -1,7 +1,7 @@
 // SizeSpec's report label and JSON form. NB: to_json() must stay a value that the config parser
 // (harness/config.cc, parse_size) accepts, so a result file's cell parameters can be pasted back
 // into a config.
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 
 #include <cmath>
 

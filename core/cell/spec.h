@@ -69,7 +69,7 @@ struct ClogSpec {
 
 struct WorkloadSpec {
   // "emit_message", or pgbench's scripts in WAL terms: "simple_update", "tpcb_like",
-  // "savepoints" (harness/wal_cell.h has the records of each).
+  // "savepoints" (core/cell/wal_cell.h has the records of each).
   std::string name = "emit_message";
   SizeSpec record_size;                 // emit_message: message length N; 55+N / 58+N bytes
   bool transactional = true;            // commit record + flush (when synchronous_commit) + CLOG
