@@ -42,11 +42,12 @@
 //   Leaving: fetch_sub(remaining); the member that brings it to 0 frees the slot and releases the
 //   group in order of g:
 //     delegated_release = false  it waits until released_ == g, then exposes the group's end.
-//     delegated_release = true   it records (g, end) in the release ring; if released_ == g it
+//     delegated_release = true   it records (g, end) in the release ring (entry g % R, once group
+//                                g - R is exposed: C8); if released_ == g it
 //                                claims and exposes it itself, and whoever exposes a group also
 //                                claims and exposes the next one if it is recorded (Aether's
-//                                delegated release: a finished group never waits for the one
-//                                before it).
+//                                delegated release: a finished group waits for the one before
+//                                it only when R groups are pending, C8).
 //   Oversized records (more than a slot can count, 1 GiB) reserve alone under insertpos_lck as a
 //   group of one without a slot.
 //
@@ -67,8 +68,8 @@
 //                                    written only by the client releasing group released_)
 //   released_                        Atomic: number of groups exposed (groups 0..released_-1)
 //   ring_[g % R].done / .end         Atomics (delegated only): done = g + 1 while group g is
-//                                    finished and not yet exposed, 0 when free, kRingWriting
-//                                    while its claimer (CAS from 0) writes end
+//                                    finished and not yet exposed, 0 otherwise; written only by
+//                                    g's last member (C8), cleared by the CAS that claims g
 //   progress_[c]                     Atomic per client, own line: kIdle, kUnknown (joined, start
 //                                    not known), or an LSN below which c has copied all it
 //                                    reserved (its start, then what it advertised)
@@ -97,6 +98,11 @@
 //      while the wait cannot depend on a flusher (waiting for base: the leader only takes
 //      insertpos_lck_), or with progress kIdle; so flushers never wait for a client that waits
 //      for them.
+//   C8 (delegated) Group g records itself in ring_[g % R] only once released_ > g - R. Then group
+//      g - R was claimed (its entry cleared) before it was exposed, and the entry stays g's
+//      until g is claimed, since g + R waits for released_ > g. An entry found free is not
+//      enough: it is free too while g - R is exposed but g is still copying, and a g + R that
+//      took it would wait for g forever (and g for its entry).
 //
 // Insert
 //   1 progress := kUnknown   2 join a slot (CAS), trying the next active position on failure
@@ -128,6 +134,7 @@
 #include "core/locks/spinlock.h"
 #include "core/proc.h"
 #include "core/wal/format.h"
+#include "core/wal/wal.h"
 #include "core/wal/types.h"
 #include "strategies/strategy.h"
 
@@ -173,7 +180,6 @@ class ConsolidationArray {
   static constexpr uint64_t kUnknown = 0;
   static constexpr uint64_t kNoBase = ~uint64_t{0};
   static constexpr uint64_t kNoPrev = ~uint64_t{0};
-  static constexpr uint64_t kRingWriting = ~uint64_t{0};  // a ring entry being filled
   static constexpr uint32_t kSpinsBeforeSleep = 1000;
   static constexpr uint64_t kMinSleepNs = 1'000;
   static constexpr uint64_t kMaxSleepNs = 64'000;
@@ -275,6 +281,13 @@ class ConsolidationArray {
   // Inspection for tests (racy while clients run).
   uint64_t groups_reserved() const { return next_group_.get(); }
   Lsn exposed_end() const { return Lsn{exposed_.load()}; }
+  uint32_t release_ring_size() const { return ring_size_; }
+  // Delegated releases that found their ring entry a lap ahead of released_ (C8), all clients.
+  uint64_t lap_waits() const {
+    uint64_t n = 0;
+    for (const ClientState& c : clients_) n += c.lap_waits;
+    return n;
+  }
 
  private:
   struct alignas(128) Slot {
@@ -301,6 +314,7 @@ class ConsolidationArray {
     uint32_t grab_hint = 0;  // where to start looking for a free slot
     bool inserting = false;
     bool advertised = false;
+    uint64_t lap_waits = 0;  // releases that waited for the group a ring lap before (C8)
   };
   // What a client knows after step 3.
   struct Membership {
@@ -434,11 +448,17 @@ class ConsolidationArray {
       expose(group, end_lsn);
       return;
     }
+    // C8: the entry is this group's once the group a lap before it is exposed (not merely once
+    // the entry is free: the first version took free entries, and group 227 of a 128-entry ring
+    // took entry 99 while group 99 was still copying; each then waited for the other).
+    if (released_.load() + ring_size_ <= group) {
+      ++clients_[me.id.value].lap_waits;
+      while (released_.load() + ring_size_ <= group) b.pause();
+    }
     RingEntry& e = ring_[group % ring_size_];
-    // The entry may still hold an earlier lap's group, and a later lap's may race us for it.
-    for (uint64_t free = 0; !e.done.compare_exchange(free, kRingWriting); free = 0) b.pause();
+    WALBENCH_CHECK(e.done.load() == 0, "C8");  // group - R was claimed before it was exposed
     e.end.store(end_lsn);
-    e.done.store(group + 1);
+    e.done.store(group + 1);  // after end: expose_chain reads end once it sees done
     // Dekker with the releaser of group - 1: it stores released_ then reads done; we store done
     // then read released_. At least one of us sees the other; the CAS on done decides who
     // exposes.
