@@ -127,6 +127,7 @@ struct DirectOutcome {
   VerifyResult verify;
   uint64_t groups = 0, lap_waits = 0;
   uint32_t ring = 0;
+  Lsn exposed, reserved_end;
 };
 
 // `small` fibers inserting `per_client` records of the smallest size and one fiber inserting records of
@@ -165,6 +166,8 @@ DirectOutcome run_direct(const ConsolidationArrayParams& params, uint32_t small,
     out.groups = wal.strategy.groups_reserved();
     out.lap_waits = wal.strategy.lap_waits();
     out.ring = wal.strategy.release_ring_size();
+    out.exposed = wal.strategy.exposed_end();
+    out.reserved_end = g.bytepos_to_end_lsn(wal.strategy.reserved_end());
     if (!out.sim.finished()) {
       sim.cancel_unfinished();
       return;
@@ -204,4 +207,27 @@ TEST_CASE("delegated release: more finished groups than ring entries behind a sl
   CHECK(o.ring == 32);
   CHECK(o.groups > 2 * o.ring);
   CHECK(o.lap_waits > 0);
+}
+
+TEST_CASE("every group is exposed, in order, and every member's xl_prev is its predecessor's start",
+          "[consolidation][sim]") {
+  // After the clients return (before any flush), exposed_ must be the reserved end: a group lost
+  // or released out of order (C4) leaves it short. The verifier checks each record's xl_prev,
+  // which members take from the slot word (C2) and leaders from PrevBytePos.
+  for (bool delegated : {false, true}) {
+    for (uint32_t slots : {1u, 3u}) {
+      ConsolidationArrayParams p;
+      p.slots = slots;
+      p.delegated_release = delegated;
+      const DirectOutcome o = run_direct(p, 7, 4, 60, 3000, 16);
+      INFO("delegated " << delegated << " slots " << slots << ": " << o.sim.message()
+                        << " groups " << o.groups);
+      REQUIRE(o.sim.finished());
+      INFO(o.verify.error);
+      CHECK(o.verify.ok);
+      CHECK(o.verify.records == 8 * 60);
+      CHECK(o.groups < 8 * 60);  // some groups had members
+      CHECK(o.exposed == o.reserved_end);
+    }
+  }
 }
