@@ -59,6 +59,10 @@ inline std::vector<Variant> all_variants() {
       // no yield phase (spin, then block at once), and the fixed (non-adaptive) yield phase
       v.push_back({s.name, {{"copy", "parallel"}, {"max_yield_us", 0}, {"spin_count", 0}}});
       v.push_back({s.name, {{"adaptive_yield", false}}});
+    } else if (s.name == "consolidation_array") {
+      for (int n : {1, 3})
+        for (bool delegated : {false, true})
+          v.push_back({s.name, {{"slots", n}, {"delegated_release", delegated}}});
     } else {
       v.push_back({s.name, nlohmann::json::object()});
     }
