@@ -114,12 +114,13 @@
 //   exposed_ >= upto: return it. Else read CurrBytePos under insertpos_lck_, clamp upto; loop:
 //   exposed_ >= upto: return it; if advertised_ > 0, scan progress_ (C6); back off.
 // Wake path: none; every waiter polls with P::spin_delay and, after kSpinsBeforeSleep tries,
-//   short sleeps (PostgreSQL's s_lock backoff), except the in-order releaser (delegated_release
-//   = false), which spins only, as Aether's releasing threads do: sleeping there made each
-//   group's exposure wait for its releaser's next wake-up, a convoy that did not clear (on the
-//   sim, 64 cores, 16 B records, no transactions: 8 clients at 35k tps against 3.1M spinning).
-//   Hazard: with more clients than cores the spinning releasers take CPU from the groups they
-//   wait for (the OS or the sim's time slice preempts them); delegated release has no such wait.
+//   short sleeps (Aether's threads spin; PostgreSQL's WaitForVar sleeps on a semaphore).
+//   Hazard (open): with delegated_release = false the releasers of successive groups each poll
+//   released_; once they sleep, every group's exposure waits for its releaser's next wake-up (up
+//   to kMaxSleepNs), a convoy that does not clear: on the sim (64 cores, 16 B records, no
+//   transactions) 8 clients fall to 35k tps, against 3.1M with the same waits spinning only.
+//   A semaphore wake path (the releaser of g posts the waiter for g + 1) is the fix; until then
+//   figures of that variant measure the backoff, not Aether.
 // Lock order: only insertpos_lck_, never held while waiting. Copy may take WALBufMappingLock /
 //   WALWriteLock through Wal::get_buffer, with progress advertised first.
 // Departures: the flushers' view is one exposed pointer plus the per-client progress escape
@@ -332,10 +333,9 @@ class ConsolidationArray {
   // CPU to the ones they wait for).
   class Backoff {
    public:
-    Backoff(Proc<P>& me, WaitEvent e, bool may_sleep = true)
-        : me_(me), event_(e), may_sleep_(may_sleep) {}
+    Backoff(Proc<P>& me, WaitEvent e) : me_(me), event_(e) {}
     void pause() {
-      if (!may_sleep_ || spins_ < kSpinsBeforeSleep) {
+      if (spins_ < kSpinsBeforeSleep) {
         ++spins_;
         P::spin_delay();
         return;
@@ -349,7 +349,6 @@ class ConsolidationArray {
    private:
     Proc<P>& me_;
     WaitEvent event_;
-    bool may_sleep_;
     uint32_t spins_ = 0;
     uint64_t sleep_ns_ = kMinSleepNs;
   };
@@ -449,13 +448,12 @@ class ConsolidationArray {
 
   // Step 5, by the last member of group `group` (progress kIdle, C7).
   void release_group(Proc<P>& me, uint64_t group, uint64_t end_lsn) {
+    Backoff b(me, WaitEvent::kWalInsert);
     if (!params_.delegated_release) {
-      Backoff spin(me, WaitEvent::kWalInsert, /*may_sleep=*/false);  // Aether's releasers spin
-      while (released_.load() != group) spin.pause();
+      while (released_.load() != group) b.pause();
       expose(group, end_lsn);
       return;
     }
-    Backoff b(me, WaitEvent::kWalInsert);
     // C8: the entry is this group's once the group a lap before it is exposed (not merely once
     // the entry is free: the first version took free entries, and group 227 of a 128-entry ring
     // took entry 99 while group 99 was still copying; each then waited for the other).
