@@ -10,7 +10,8 @@ A file in a layer may include files of its own layer and of the layers below it,
 above. tests/ (the cross-strategy suites) is no layer: it may include anything, but a layered
 file that includes a tests/ header gets that header's includes checked as its own, so a detour
 through tests/ hides nothing. Every C++ source under the three folders is checked, tests beside
-the code included (a strategy's whole world is core/ and its own folder).
+the code included (a strategy's whole world is core/, its own folder and the shared
+pieces of other strategies it composes).
 
 What counts: `#include "path"` lines (outside comments) whose path names a repository file,
 relative to ROOT (how the build's include path resolves them) or to the including file's folder.

@@ -6,10 +6,10 @@ optionally, a winner map (matplotlib).
 
 A point is a tie, and says so with every tied label, when it cannot be told apart:
 - repetitions >= 2 on both: the runner-up's best repetition reaches the winner's worst;
-- otherwise (one repetition; the simulator is deterministic for one seed, but another seed moves a
-  cell by a few percent): the margin is under --tie-pct (default 5).
-Labels given to --exclude (e.g. the `ideal` bound) take no part. Failed cells are left out and
-counted under the table.
+- otherwise (one repetition): the margin is at most --tie-pct (default 5; on the simulator
+  another seed moves a cell, measured in results/README.md "Which design wins where").
+Ties are a prefix of the ranking. Labels given to --exclude (e.g. the `ideal` bound) take no
+part. A failed cell is named at its point ("(failed: X)"): a design that failed did not lose.
 
 Usage: scripts/winners.py RESULT [--exclude LABEL ...] [--tie-pct 5] [--plot FILE.png]
 Exit status: 0, or 2 with a one-line error naming the file on bad input.
@@ -57,51 +57,69 @@ def points(doc, path, exclude):
     failed = 0
     for i, cell in enumerate(doc["cells"]):
         m = cell.get("matrix")
-        if not isinstance(m, dict) or "clients" not in m:
-            raise InputError(f"{path}: /cells/{i}/matrix: expected an object with \"clients\"")
-        label = m.get("strategy", cell.get("strategy"))
+        clients = m.get("clients", cell.get("clients")) if isinstance(m, dict) else None
+        if not isinstance(clients, int):
+            raise InputError(f"{path}: /cells/{i}: expected a \"matrix\" object and a client count")
+        # the matrix names the strategy variant only when several are swept; else the cell's label
+        label = m.get("strategy", cell.get("label", cell.get("strategy")))
         if label in exclude:
-            continue
-        s = cell.get("summary")
-        if not cell.get("ok") or not isinstance(s, dict) or s.get("tps_median") is None:
-            failed += 1
             continue
         variant = m.get("variants", "")
         row = tuple((k, m[k]) for k in m if k not in ("clients", "strategy", "variants"))
-        table.setdefault(variant, OrderedDict()).setdefault(row, OrderedDict()).setdefault(
-            m["clients"], []).append((label, s))
+        entries = table.setdefault(variant, OrderedDict()).setdefault(row, OrderedDict()).setdefault(
+            clients, [])
+        s = cell.get("summary")
+        if not cell.get("ok") or not isinstance(s, dict) or s.get("tps_median") is None:
+            failed += 1
+            entries.append((label, None))  # named at its point: a design that failed did not lose
+            continue
+        entries.append((label, s))
     return table, failed
 
 
+def indistinct(best, s, tie_pct):
+    """Whether s cannot be told apart from the best: overlapping repetitions when both have 2+,
+    else a margin of at most tie_pct."""
+    if best.get("repetitions", 1) >= 2 and s.get("repetitions", 1) >= 2:
+        return s["tps_max"] >= best["tps_min"]
+    return best["tps_median"] <= 0 or \
+        (best["tps_median"] - s["tps_median"]) / best["tps_median"] * 100 <= tie_pct
+
+
 def judge(entries, tie_pct):
-    """(winner label, margin % over the runner-up or None, tied labels)."""
-    ranked = sorted(entries, key=lambda e: e[1]["tps_median"], reverse=True)
+    """(winner label or None, margin % over the runner-up or None, tied labels, failed labels).
+    Ties are a prefix of the ranking: a variant ties only if every one ranked above it does."""
+    failed = [label for label, s in entries if s is None]
+    ranked = sorted([e for e in entries if e[1] is not None],
+                    key=lambda e: e[1]["tps_median"], reverse=True)
+    if not ranked:
+        return None, None, [], failed
     best_label, best = ranked[0]
-    if len(ranked) == 1:
-        return best_label, None, [best_label]
     tied = [best_label]
     for label, s in ranked[1:]:
-        both_repeated = best.get("repetitions", 1) >= 2 and s.get("repetitions", 1) >= 2
-        if both_repeated:
-            same = s["tps_max"] >= best["tps_min"]
-        else:
-            same = best["tps_median"] <= 0 or \
-                (best["tps_median"] - s["tps_median"]) / best["tps_median"] * 100 < tie_pct
-        if same:
-            tied.append(label)
-    runner_up = ranked[1][1]["tps_median"]
-    margin = (best["tps_median"] / runner_up - 1) * 100 if runner_up > 0 else None
-    return best_label, margin, tied
+        if not indistinct(best, s, tie_pct):
+            break
+        tied.append(label)
+    margin = None
+    if len(ranked) > 1 and ranked[1][1]["tps_median"] > 0:
+        margin = (best["tps_median"] / ranked[1][1]["tps_median"] - 1) * 100
+    return best_label, margin, tied, failed
 
 
-def cell_text(winner, margin, tied):
-    if len(tied) > 3:
-        return "tie: " + ", ".join(tied[:3]) + f" +{len(tied) - 3} more"
-    if len(tied) > 1:
-        return "tie: " + ", ".join(tied)
-    if margin is None:
-        return winner
-    return f"{winner} +{margin:.0f}%"
+def cell_text(winner, margin, tied, failed):
+    if winner is None:
+        text = "all failed"
+    elif len(tied) > 3:
+        text = "tie: " + ", ".join(tied[:3]) + f" +{len(tied) - 3} more"
+    elif len(tied) > 1:
+        text = "tie: " + ", ".join(tied)
+    elif margin is None:
+        text = winner
+    else:
+        text = f"{winner} +{margin:.0f}%"
+    if failed and winner is not None:
+        text += " (failed: " + ", ".join(failed) + ")"
+    return text
 
 
 def markdown(table, failed, tie_pct, exclude):
@@ -120,7 +138,8 @@ def markdown(table, failed, tie_pct, exclude):
             out.append("| " + " | ".join([name] + cells) + " |")
         out.append("")
     note = f"Winner by median tps, margin over the runner-up; tie = within {tie_pct:g}% (one " \
-           "repetition) or overlapping repetitions."
+           "repetition) or overlapping repetitions, a prefix of the ranking; (failed: X) names " \
+           "variants whose cell failed at that point."
     if exclude:
         note += " Not competing: " + ", ".join(sorted(exclude)) + "."
     if failed:
@@ -139,8 +158,8 @@ def plot(table, tie_pct, path):
     for rows in table.values():
         for by_clients in rows.values():
             for entries in by_clients.values():
-                for label, _ in entries:
-                    if label not in labels:
+                for label, s in entries:
+                    if s is not None and label not in labels:
                         labels.append(label)
     colours = {l: plt.get_cmap("tab20")(i % 20) for i, l in enumerate(labels)}
     n = len(table)
@@ -154,11 +173,15 @@ def plot(table, tie_pct, path):
             for x, c in enumerate(clients):
                 if c not in by_clients:
                     continue
-                winner, margin, tied = judge(by_clients[c], tie_pct)
+                winner, margin, tied, failed = judge(by_clients[c], tie_pct)
                 tie = len(tied) > 1
-                ax.add_patch(plt.Rectangle((x, y), 1, 1, facecolor=colours[winner],
+                colour = "lightgrey" if winner is None or tie else colours[winner]
+                ax.add_patch(plt.Rectangle((x, y), 1, 1, facecolor=colour,
                                            hatch="//" if tie else None, edgecolor="white"))
-                text = "tie" if tie else (f"+{margin:.0f}%" if margin is not None else "")
+                text = "failed" if winner is None else "tie" if tie else \
+                    (f"+{margin:.0f}%" if margin is not None else "")
+                if failed and winner is not None:
+                    text += "*"
                 ax.text(x + 0.5, y + 0.5, text, ha="center", va="center", fontsize=7)
         ax.set_xlim(0, len(clients))
         ax.set_ylim(0, len(names))
@@ -169,7 +192,8 @@ def plot(table, tie_pct, path):
         ax.set_title(variant or "winner")
     fig.legend(handles=[Patch(facecolor=colours[l], label=l) for l in labels],
                loc="lower center", ncol=min(len(labels), 6), fontsize=8)
-    fig.suptitle("highest median tps per point (margin over the runner-up; hatched: tie)")
+    fig.suptitle("highest median tps per point (margin over the runner-up; grey hatched: tie; "
+                 "*: a variant failed there)")
     fig.tight_layout(rect=(0, 0.08 + 0.03 * (len(labels) // 6), 1, 0.95))
     fig.savefig(path, dpi=110)
 

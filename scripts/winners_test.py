@@ -17,9 +17,11 @@ import winners  # noqa: E402
 
 def cell(label, clients, tps, variant=None, size=16, reps=1, lo=None, hi=None, ok=True):
     m = {"clients": clients, "strategy": label, "workload.record_size": size}
+    if clients is None:  # one client count swept: the runner writes it beside the matrix only
+        m = {"strategy": label, "workload.record_size": size}
     if variant:
         m["variants"] = variant
-    return {"ok": ok, "matrix": m, "summary": {
+    return {"ok": ok, "matrix": m, "label": label, "clients": clients or 4, "summary": {
         "repetitions": reps, "tps_median": tps,
         "tps_min": tps if lo is None else lo, "tps_max": tps if hi is None else hi}}
 
@@ -60,9 +62,24 @@ class Winners(unittest.TestCase):
     def test_excluded_label_and_failed_cells(self):
         _, out, _ = run([cell("bound", 1, 999), cell("a", 1, 100), cell("b", 1, 50),
                          cell("c", 1, 0, ok=False)], "--exclude", "bound")
-        self.assertIn("a +100%", out)
+        self.assertIn("a +100% (failed: c)", out)  # c did not lose: it failed, said at its point
         self.assertIn("Not competing: bound.", out)
         self.assertIn("1 failed cells left out.", out)
+
+    def test_ties_are_a_prefix_of_the_ranking(self):
+        # c's wide range reaches a's worst, b's does not: b is apart, so c cannot tie either
+        _, out, _ = run([cell("a", 1, 200, reps=3, lo=190, hi=210),
+                         cell("b", 1, 150, reps=3, lo=140, hi=160),
+                         cell("c", 1, 100, reps=3, lo=50, hi=195)])
+        self.assertIn("a +33%", out)
+        _, out, _ = run([cell("a", 1, 100), cell("b", 1, 100)], "--tie-pct", "0")
+        self.assertIn("tie: a, b", out)  # equal medians are a tie even at 0%
+
+    def test_one_client_count_is_beside_the_matrix(self):
+        rc, out, _ = run([cell("a", None, 100), cell("b", None, 50)])
+        self.assertEqual(rc, 0)
+        self.assertIn("| 4 clients |", out)
+        self.assertIn("a +100%", out)
 
     def test_one_table_per_override_variant(self):
         _, out, _ = run([cell("a", 1, 100, "m64"), cell("b", 1, 50, "m64"),
@@ -74,7 +91,7 @@ class Winners(unittest.TestCase):
     def test_bad_input_is_one_line_naming_the_file(self):
         rc, _, err = run([{"ok": True}])
         self.assertEqual(rc, 2)
-        self.assertRegex(err, r"^winners.py: error: .*\.json: /cells/0/matrix: expected")
+        self.assertRegex(err, r"^winners.py: error: .*\.json: /cells/0: expected")
         self.assertEqual(err.count("\n"), 1)
 
 
