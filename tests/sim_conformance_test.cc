@@ -42,6 +42,22 @@ CellSpec sim_preemption_spec(const Variant& v) {
   return spec;
 }
 
+// Runs the cells through the real runner into a scratch file and returns the file's cells.
+nlohmann::json run_cells(std::vector<CellSpec>& cells, const std::string& name) {
+  for (auto& c : cells) c.total = cells.size();
+  const std::string path =
+      "/tmp/walbench-sim-" + name + "-" + std::to_string(::getpid()) + ".json";
+  RunOptions opts;
+  opts.output_path = path;
+  opts.quiet = true;
+  std::ostringstream out, err;
+  REQUIRE(run_matrix(cells, opts, out, err) == 0);
+  std::ifstream in(path);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  std::remove(path.c_str());
+  return doc.at("cells");
+}
+
 }  // namespace
 
 TEST_CASE("every strategy passes the verifier on the simulated platform", "[conformance][sim]") {
@@ -122,18 +138,7 @@ TEST_CASE("a simulated run is deterministic: same seed, identical result cells",
         cells.push_back(c);
       }
     }
-    for (auto& c : cells) c.total = cells.size();
-    const std::string path = "/tmp/walbench-sim-determinism-" + std::to_string(::getpid()) +
-                             "-" + std::to_string(seed) + ".json";
-    RunOptions opts;
-    opts.output_path = path;
-    opts.quiet = true;
-    std::ostringstream out, err;
-    REQUIRE(run_matrix(cells, opts, out, err) == 0);
-    std::ifstream in(path);
-    const nlohmann::json doc = nlohmann::json::parse(in);
-    std::remove(path.c_str());
-    return doc.at("cells");
+    return run_cells(cells, "determinism-" + std::to_string(seed));
   };
   const nlohmann::json a = run_once(7);
   const nlohmann::json b = run_once(7);
@@ -177,18 +182,7 @@ TEST_CASE("every strategy's simulated cells are the same whatever the heap held 
         cells.push_back(c);
       }
     }
-    for (auto& c : cells) c.total = cells.size();
-    const std::string path = "/tmp/walbench-sim-heap-" + std::to_string(::getpid()) + "-" +
-                             std::to_string(perturb) + ".json";
-    RunOptions opts;
-    opts.output_path = path;
-    opts.quiet = true;
-    std::ostringstream out, err;
-    REQUIRE(run_matrix(cells, opts, out, err) == 0);
-    std::ifstream in(path);
-    const nlohmann::json doc = nlohmann::json::parse(in);
-    std::remove(path.c_str());
-    return doc.at("cells");
+    return run_cells(cells, "heap-" + std::to_string(perturb));
   };
   const nlohmann::json a = run_once(false);
   const nlohmann::json b = run_once(true);
