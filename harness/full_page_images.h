@@ -19,9 +19,9 @@
 //     p(N, r, T) = (N / (r T)) (1 - exp(-r T / N))
 // which tends to 1 when r T << N (every touch of the run is "right after a checkpoint": a large
 // table at low rate) and to N / (r T) when r T >> N (each page is imaged once per cycle: N
-// images per cycle). The rate is the run's own: each client counts its touches of each table
-// and its elapsed time, and r = clients x its own rate (clients are symmetric), so the image
-// share falls as throughput grows, as it did in the published runs.
+// images per cycle). The rate is the run's own: all clients' touches of the table since the
+// first client started, over that time (harness/wal_cell.h page_image), so the image share
+// falls as throughput grows.
 //
 // pgbench's tables at scale s (pgbench.c initCreateTables / initGenerateData): accounts 100000 s
 // rows, tellers 10 s, branches s, history append-only. Rows per 8 KiB page from the tuple sizes

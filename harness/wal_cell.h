@@ -596,11 +596,11 @@ class WalCell final : public CellRun {
     uint64_t xids = 0;                  // xids assigned (top-level and subtransactions)
     uint64_t top_level = 0;             // of which top-level
     Window window;
-    // Full-page images: this client's modifications of each pgbench table since its first
-    // transaction began (started_ns), for the table's rate; images written (model_stats reads
-    // them while clients run).
-    uint64_t touches[kNumPgbenchTables] = {};
-    uint64_t started_ns = 0;
+    // Full-page images: this client's modifications of each pgbench table (written by the
+    // owner only, summed by every client for the tables' rates), its latest estimate of each
+    // table's rate, and the images written (model_stats reads them while clients run).
+    std::atomic<uint64_t> touches[kNumPgbenchTables] = {};
+    double table_rate[kNumPgbenchTables] = {};
     std::atomic<uint64_t> images{0};
     std::atomic<uint64_t> image_bytes{0};
   };
@@ -652,7 +652,8 @@ class WalCell final : public CellRun {
     // One clock read per transaction: its end is the next one's start (nothing between them
     // takes time on the simulated platform; on real threads, the loop's own bookkeeping).
     uint64_t t0 = P::now_ns();
-    t.pc.started_ns = t0;
+    uint64_t unset = kNoStart;  // the first client to start opens the rate's clock
+    run_start_ns_.compare_exchange_strong(unset, t0, std::memory_order_relaxed);
     while (!ctl.stop.load(std::memory_order_relaxed)) {
       window_edge(window, t.me, &t.pc, ctl.measuring.load(std::memory_order_relaxed));
       t.bytes = 0;
@@ -754,19 +755,28 @@ class WalCell final : public CellRun {
   }
 
   // A modification of a page of `table`: the bytes its full-page image adds to the record, or
-  // 0 (FULL-PAGE IMAGES, harness/full_page_images.h: p(N, r, T) with r = clients x this
-  // client's own rate of touches of the table so far; the first touch, with no rate yet, is 1).
+  // 0 (FULL-PAGE IMAGES, harness/full_page_images.h: p(N, r, T) with r = every client's
+  // touches of the table so far over the time since the first client started, re-read at each
+  // of the first kRateRefresh own touches and every kRateRefresh after; before any estimate
+  // (the first touch) p is 1). Each client's count is its own (relaxed, owner-written), so the
+  // sum costs no shared write; it is model bookkeeping, outside P like the per-client
+  // statistics.
+  static constexpr uint64_t kRateRefresh = 16;
+  static constexpr uint64_t kNoStart = ~uint64_t{0};
   uint32_t page_image(Txn& t, PgbenchTable table) {
     if (!spec_.workload.full_page_writes) return 0;
     const auto i = static_cast<uint32_t>(table);
-    const uint64_t touches = t.pc.touches[i]++;
-    const uint64_t elapsed_ns = P::now_ns() - t.pc.started_ns;
-    const double rate = touches == 0 || elapsed_ns == 0
-                            ? 0.0
-                            : static_cast<double>(clients_) * static_cast<double>(touches) * 1e9 /
-                                  static_cast<double>(elapsed_ns);
-    const double p =
-        first_touch_probability(table_pages_[i], rate, spec_.workload.checkpoint_timeout_s);
+    const uint64_t own = t.pc.touches[i].load(std::memory_order_relaxed);
+    t.pc.touches[i].store(own + 1, std::memory_order_relaxed);
+    if (own > 0 && (own < kRateRefresh || own % kRateRefresh == 0)) {
+      uint64_t all = 0;
+      for (const auto& c : per_client_) all += c.touches[i].load(std::memory_order_relaxed);
+      const uint64_t elapsed_ns = P::now_ns() - run_start_ns_.load(std::memory_order_relaxed);
+      if (elapsed_ns > 0)
+        t.pc.table_rate[i] = static_cast<double>(all) * 1e9 / static_cast<double>(elapsed_ns);
+    }
+    const double p = first_touch_probability(table_pages_[i], t.pc.table_rate[i],
+                                             spec_.workload.checkpoint_timeout_s);
     if (t.me.next_unit() >= p) return 0;
     const uint32_t bytes = full_page_image_bytes(table);
     t.pc.images.fetch_add(1, std::memory_order_relaxed);
@@ -959,6 +969,7 @@ class WalCell final : public CellRun {
   std::unique_ptr<ClogChoice<P>> clog_;  // transactional workloads only, shared WAL
   std::unique_ptr<ProcArray<P>> proc_array_;  // with clog_, unless clog.procarray is "off"
   double table_pages_[kNumPgbenchTables] = {};  // pgbench_table_pages at workload.scale
+  std::atomic<uint64_t> run_start_ns_{kNoStart};  // the first client's start (page_image)
   const uint32_t hint_miss_permille_ =
       static_cast<uint32_t>(std::lround(spec_.clog.hint_bit_miss * 1000.0));
   // Private streams (ideal), transactional workloads: each client's own XID counter and CLOG.

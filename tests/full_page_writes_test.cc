@@ -62,10 +62,10 @@ TEST_CASE("full-page images: WAL bytes per transaction right after a checkpoint 
   CHECK_FALSE(off.model.contains("full_page_images"));
   CHECK(per_txn(off) == Approx(434).epsilon(0.05));  // PROTOCOLS.md section 7, fpw off
 
-  // Right after a checkpoint (a 1 ms cycle: no page is touched twice in it): every record that
+  // Right after a checkpoint (a 1 us cycle: no page is touched twice in it): every record that
   // modifies a page carries its image: accounts 1.3 x 8081, pkey 0.3 x 7365, tellers and
   // branches 8197 each, history 4113 on top of the 434 B of records.
-  const Outcome fresh = run_cell(tpcb_cell(true, 1e-3, 100), 0.05);
+  const Outcome fresh = run_cell(tpcb_cell(true, 1e-6, 100), 0.05);
   CHECK(fresh.verify.ok);
   const double images_per_txn = 1.3 * 8081 + 0.3 * 7365 + 8197 + 8197 + 4113;
   CHECK(per_txn(fresh) == Approx(434 + images_per_txn).epsilon(0.05));
