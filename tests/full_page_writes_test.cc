@@ -5,6 +5,7 @@
 // full_page_writes off (PROTOCOLS.md section 7's 434 B/txn).
 #include <catch2/catch.hpp>
 
+#include "harness/config.h"
 #include "harness/full_page_images.h"
 #include "tests/conformance.h"
 
@@ -81,4 +82,49 @@ TEST_CASE("full-page images: WAL bytes per transaction right after a checkpoint 
   CHECK(images >= 4 * 4);  // accounts, tellers, branches, history; the pkey on a non-HOT update
   CHECK(images <= 4 * 5 + 2);
   CHECK(per_txn(steady) < 1.3 * per_txn(off));
+}
+
+TEST_CASE("full-page images: the workload keys parse, and bad values get one-line errors naming "
+          "the key", "[fpw][config]") {
+  auto expand = [](const std::string& workload) {
+    return expand_matrix(nlohmann::ordered_json::parse(
+                             R"({"strategy": "insert_locks", "workload": )" + workload + "}"),
+                         "fpw.json");
+  };
+  const std::vector<CellSpec> cells = expand(
+      R"({"name": "tpcb_like", "full_page_writes": false, "checkpoint_timeout_s": 900, "scale": 100})");
+  REQUIRE(cells.size() == 1);
+  CHECK_FALSE(cells[0].workload.full_page_writes);
+  CHECK(cells[0].workload.checkpoint_timeout_s == 900);
+  CHECK(cells[0].workload.scale == 100);
+  const CellSpec defaults = expand(R"({"name": "simple_update"})").at(0);
+  CHECK(defaults.workload.full_page_writes);  // PostgreSQL's defaults
+  CHECK(defaults.workload.checkpoint_timeout_s == 300);
+  CHECK(defaults.workload.scale == 1);
+  auto error_of = [&](const std::string& workload) -> ConfigError {
+    try {
+      expand(workload);
+    } catch (const ConfigError& e) {
+      return e;
+    }
+    FAIL("no ConfigError for " << workload);
+    throw std::logic_error("unreachable");
+  };
+  struct Bad {
+    const char* workload;
+    const char* json_path;
+  };
+  for (const Bad& bad : {Bad{R"({"checkpoint_timeout_s": -5})", "/workload/checkpoint_timeout_s"},
+                         Bad{R"({"checkpoint_timeout_s": 0})", "/workload/checkpoint_timeout_s"},
+                         Bad{R"({"checkpoint_timeout_s": 1e9})", "/workload/checkpoint_timeout_s"},
+                         Bad{R"({"scale": 0})", "/workload/scale"},
+                         Bad{R"({"scale": 2.5})", "/workload/scale"},
+                         Bad{R"({"full_page_writes": "on"})", "/workload/full_page_writes"}}) {
+    INFO(bad.workload);
+    const ConfigError e = error_of(bad.workload);
+    CHECK(e.file == "fpw.json");
+    CHECK(e.json_path == bad.json_path);
+    CHECK_FALSE(e.expected.empty());
+    CHECK(std::string(e.what()).find('\n') == std::string::npos);
+  }
 }
