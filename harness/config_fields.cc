@@ -103,6 +103,18 @@ const std::vector<FieldDef>& field_defs() {
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.workload.client_overhead_jitter = want_number(v, w, 0, false, 1);
        }},
+      {"workload", "full_page_writes",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.workload.full_page_writes = want_bool(v, w);
+       }},
+      {"workload", "checkpoint_timeout_s",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.workload.checkpoint_timeout_s = want_number(v, w, 0, true, 86400);
+       }},
+      {"workload", "scale",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.workload.scale = static_cast<uint32_t>(want_int(v, w, 1, 100000));
+       }},
       {"clog", "strategy",
        [](CellSpec& c, const OJson& v, const Where& w) { parse_clog_strategy(c.clog, v, w); }},
       {"clog", "clog_buffers",

@@ -159,6 +159,19 @@ std::vector<Entry> workload_entries() {
       {"client_overhead_us", "number", fmt_num(d.client_overhead_us), "0..10000000",
        "per-statement work outside any lock"},
       jitter_row};
+  // pgbench workloads: full-page images after checkpoints (core/cell/full_page_images.h).
+  std::vector<Row> pgbench_rows = overhead_rows;
+  pgbench_rows.push_back(
+      {"full_page_writes", "bool", b(d.full_page_writes), "true | false",
+       "PostgreSQL's full_page_writes: the first modification of a page after a checkpoint "
+       "carries the page (8 KiB minus its hole); probability from table size, rate and "
+       "checkpoint_timeout_s, averaged over the checkpoint cycle"});
+  pgbench_rows.push_back({"checkpoint_timeout_s", "number", fmt_num(d.checkpoint_timeout_s),
+                          "0..86400 (exclusive 0)",
+                          "seconds between checkpoints (PostgreSQL's checkpoint_timeout)"});
+  pgbench_rows.push_back({"scale", "integer", std::to_string(d.scale), "1..100000",
+                          "pgbench's scale factor: 100000 accounts rows, 10 tellers and 1 "
+                          "branch per unit (the tables whose pages are imaged)"});
   return {
       {"emit_message",
        "PostgreSQL's SELECT pg_logical_emit_message(true, 'test', repeat('0', N)), one statement "
@@ -190,21 +203,21 @@ std::vector<Entry> workload_entries() {
        "BEGIN; UPDATE pgbench_accounts: Heap2/PRUNE 68 B (p 0.6), then Heap/HOT_UPDATE 72 B or "
        "(p 0.3) Heap/UPDATE 180 B + Btree/INSERT_LEAF 64 B; SELECT; INSERT INTO pgbench_history: "
        "Heap/INSERT 80 B; END: COMMIT 34 B, flush (synchronous_commit), CLOG update",
-       overhead_rows},
+       pgbench_rows},
       {"tpcb_like",
        "pgbench's default TPC-B-like script in WAL terms, PostgreSQL 15 record sizes "
        "(PROTOCOLS.md section 7): 7 statements, mean 434 B/txn (measured 434)",
        "BEGIN; UPDATE pgbench_accounts (as simple_update); SELECT; UPDATE pgbench_tellers: "
        "Heap/HOT_UPDATE 72 B; UPDATE pgbench_branches: Heap/LOCK 59 B (p 0.2) + Heap/HOT_UPDATE "
        "72 B; INSERT INTO pgbench_history: Heap/INSERT 80 B; END: COMMIT 34 B, flush, CLOG",
-       overhead_rows},
+       pgbench_rows},
       {"savepoints",
        "the SELECT ... FOR UPDATE script with three savepoints (subtransactions in CLOG; "
        "thread \"Speed up Clog Access by increasing CLOG buffers\", Kapila 2015-17)",
        "BEGIN; SELECT ... FOR UPDATE: top-level xid, Heap/LOCK 59 B; 3 x (SAVEPOINT; SELECT ... "
        "FOR UPDATE: a subtransaction xid, Heap/LOCK 59 B); END: COMMIT 54 B (3 subxacts), "
        "flush, the tree's status set with the parent's (<= 5 subxids: group path); 290 B/txn",
-       overhead_rows},
+       pgbench_rows},
   };
 }
 

@@ -76,6 +76,12 @@ struct WorkloadSpec {
   double client_overhead_us = 0;        // per-statement work outside any lock
   double client_overhead_jitter = 0;    // each statement's work: uniform in mean x [1-j, 1+j]
   double payload_ns_per_byte = 0;       // emit_message: work per message byte outside any lock
+  // pgbench workloads: full-page images after each checkpoint (core/cell/wal_cell.h "FULL-PAGE
+  // IMAGES"): full_page_writes as PostgreSQL's GUC (default on), checkpoints every
+  // checkpoint_timeout_s, table sizes from pgbench's scale factor (pgbench -s).
+  bool full_page_writes = true;
+  double checkpoint_timeout_s = 300;
+  uint32_t scale = 1;
 };
 
 struct RunSpec {

@@ -9,6 +9,10 @@
 // client_overhead_us of work outside any lock (parse, execute, network round trip). Record sizes
 // are PostgreSQL 15's as pg_waldump shows them (wal_level=replica, 8 kB pages, no full-page
 // images: the steady state); every record carries the (client, seq) tag the WAL verifier checks.
+// With workload.full_page_writes (default on, as PostgreSQL's GUC) a pgbench record that
+// modifies a table page may carry that page's full-page image: FULL-PAGE IMAGES in
+// core/cell/full_page_images.h (when, how large, and the table sizes from workload.scale);
+// which page each record touches is named at its insert_record call below.
 //   emit_message  SELECT pg_logical_emit_message(transactional, 'test', repeat('0', N)):
 //                 one LogicalMessage record of 55+N bytes (N <= 226) or 58+N bytes, then, if
 //                 transactional (xid assigned first), the commit.
@@ -76,6 +80,7 @@
 #include "core/wal/verifier.h"
 #include "core/wal/wal.h"
 #include "core/cell/cell.h"
+#include "core/cell/full_page_images.h"
 #include "core/cell/spec.h"
 #include "core/cell/window.h"
 
@@ -112,6 +117,10 @@ constexpr uint32_t kPrunePermille = 600;        // accounts update preceded by a
 constexpr uint32_t kNonHotPermille = 300;       // accounts update is not HOT
 constexpr uint32_t kBranchLockPermille = 200;   // branches row locked again after a wait
 constexpr uint32_t kSavepoints = 3;             // savepoints workload: subtransactions per txn
+// The rows the savepoints workload locks inside its subtransactions, in order.
+constexpr PgbenchTable kSavepointTables[kSavepoints] = {PgbenchTable::kTellers,
+                                                        PgbenchTable::kBranches,
+                                                        PgbenchTable::kAccounts};
 
 enum class WorkloadKind { kEmitMessage, kSimpleUpdate, kTpcbLike, kSavepoints };
 // NB: the names must match harness/config.cc (workload.name) and harness/list.cc.
@@ -234,7 +243,13 @@ class WalCell final : public CellRun {
         workload_ == WorkloadKind::kEmitMessage
             ? std::max(emit_message_record_size(max_message_size(spec.workload.record_size)),
                        kCommitRecordSize)
-            : std::max(kMaxPgbenchRecordSize, commit_record_size(kSavepoints));
+            : std::max(kMaxPgbenchRecordSize + (spec.workload.full_page_writes
+                                                     ? 2 * full_page_image_bytes(PgbenchTable::kAccounts)
+                                                     : 0),
+                       commit_record_size(kSavepoints));
+    for (uint32_t i = 0; i < kNumPgbenchTables; ++i)
+      table_pages_[i] = static_cast<double>(
+          pgbench_table_pages(static_cast<PgbenchTable>(i), spec.workload.scale));
     // Private streams (ideal, strategies/ideal/ideal.h): a small ring each, one device under
     // all of them (group fsync), and the writer's latch threshold split between them.
     const uint32_t streams = private_ ? clients_ : 1;
@@ -549,6 +564,15 @@ class WalCell final : public CellRun {
     // Transaction ids are counted by the clients over the window (window_totals()).
     if (clog_) j["clog"] = clog_->stats();
     if (proc_array_) j["procarray"] = proc_array_->stats();
+    if (workload_ != WorkloadKind::kEmitMessage && spec_.workload.full_page_writes) {
+      uint64_t images = 0, image_bytes = 0;
+      for (const auto& c : per_client_) {
+        images += c.images.load(std::memory_order_relaxed);
+        image_bytes += c.image_bytes.load(std::memory_order_relaxed);
+      }
+      j["full_page_images"] = images;
+      j["full_page_image_bytes"] = image_bytes;
+    }
     if (!private_xacts_.empty()) {  // ideal: the per-client CLOGs' counters summed
       nlohmann::json clog = nlohmann::json::object();
       for (const PrivateXact& x : private_xacts_) {
@@ -590,6 +614,13 @@ class WalCell final : public CellRun {
     uint64_t xids = 0;                  // xids assigned (top-level and subtransactions)
     uint64_t top_level = 0;             // of which top-level
     Window window;
+    // Full-page images: this client's modifications of each pgbench table (written by the
+    // owner only, summed by every client for the tables' rates), its latest estimate of each
+    // table's rate, and the images written (model_stats reads them while clients run).
+    std::atomic<uint64_t> touches[kNumPgbenchTables] = {};
+    double table_rate[kNumPgbenchTables] = {};
+    std::atomic<uint64_t> images{0};
+    std::atomic<uint64_t> image_bytes{0};
   };
 
   // Opens or closes w when the runner's `measuring` flag changed since the owner last looked.
@@ -639,6 +670,8 @@ class WalCell final : public CellRun {
     // One clock read per transaction: its end is the next one's start (nothing between them
     // takes time on the simulated platform; on real threads, the loop's own bookkeeping).
     uint64_t t0 = P::now_ns();
+    uint64_t unset = kNoStart;  // the first client to start opens the rate's clock
+    run_start_ns_.compare_exchange_strong(unset, t0, std::memory_order_relaxed);
     while (!ctl.stop.load(std::memory_order_relaxed)) {
       window_edge(window, t.me, &t.pc, ctl.measuring.load(std::memory_order_relaxed));
       t.bytes = 0;
@@ -650,7 +683,8 @@ class WalCell final : public CellRun {
         accounts_update(t);
         statement(t, true);  // SELECT abalance
         statement(t, true);  // INSERT INTO pgbench_history
-        insert_record(t, kRmHeap, kInfoHeapInsert, kHeapInsertSize, t.xid);
+        insert_record(t, kRmHeap, kInfoHeapInsert, kHeapInsertSize, t.xid,
+                      page_image(t, PgbenchTable::kHistory));
         statement(t);  // END
         commit(t);
       } else if constexpr (W == WorkloadKind::kTpcbLike) {
@@ -660,13 +694,21 @@ class WalCell final : public CellRun {
         statement(t, true);  // SELECT abalance
         statement(t, true);  // UPDATE pgbench_tellers
         tuple_check(t);
-        insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid);
+        insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid,
+                      page_image(t, PgbenchTable::kTellers));
         statement(t, true);  // UPDATE pgbench_branches
         tuple_check(t);
-        if (chance(t, kBranchLockPermille)) insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid);
-        insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid);
+        {  // the first record on the branch's page carries its image
+          uint32_t image = page_image(t, PgbenchTable::kBranches);
+          if (chance(t, kBranchLockPermille)) {
+            insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid, image);
+            image = 0;
+          }
+          insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid, image);
+        }
         statement(t, true);  // INSERT INTO pgbench_history
-        insert_record(t, kRmHeap, kInfoHeapInsert, kHeapInsertSize, t.xid);
+        insert_record(t, kRmHeap, kInfoHeapInsert, kHeapInsertSize, t.xid,
+                      page_image(t, PgbenchTable::kHistory));
         statement(t);  // END
         commit(t);
       } else {
@@ -675,12 +717,15 @@ class WalCell final : public CellRun {
         statement(t, true);  // SELECT ... FROM pgbench_accounts FOR UPDATE
         tuple_check(t);
         assign_top(t);
-        insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid);
+        insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid,
+                      page_image(t, PgbenchTable::kAccounts));
         for (uint32_t i = 0; i < kSavepoints; ++i) {
           statement(t);  // SAVEPOINT s<i+1>
           statement(t, true);  // SELECT ... FOR UPDATE, inside the subtransaction
           tuple_check(t);
-          insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, assign_sub(t));
+          const Xid sub = assign_sub(t);
+          insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, sub,
+                        page_image(t, kSavepointTables[i]));
         }
         statement(t);  // END
         commit(t);
@@ -707,16 +752,54 @@ class WalCell final : public CellRun {
   }
 
   // UPDATE pgbench_accounts: maybe a PRUNE of the page first, then a HOT or a non-HOT update.
+  // The first record on the row's page carries its image; a non-HOT update's new version goes
+  // to another accounts page (its second block reference) and its key to a pkey leaf.
   void accounts_update(Txn& t) {
     tuple_check(t);  // the row found by the index scan
-    if (chance(t, kPrunePermille)) insert_record(t, kRmHeap, kInfoHeap2Prune, kHeap2PruneSize, t.xid);
+    uint32_t image = page_image(t, PgbenchTable::kAccounts);
+    if (chance(t, kPrunePermille)) {
+      insert_record(t, kRmHeap, kInfoHeap2Prune, kHeap2PruneSize, t.xid, image);
+      image = 0;
+    }
     if (t.xid == kInvalidXid) assign_top(t);
     if (chance(t, kNonHotPermille)) {
-      insert_record(t, kRmHeap, kInfoHeapUpdate, kHeapUpdateSize, t.xid);
-      insert_record(t, kRmBtree, kInfoBtreeInsertLeaf, kBtreeInsertLeafSize, t.xid);
+      image += page_image(t, PgbenchTable::kAccounts);
+      insert_record(t, kRmHeap, kInfoHeapUpdate, kHeapUpdateSize, t.xid, image);
+      insert_record(t, kRmBtree, kInfoBtreeInsertLeaf, kBtreeInsertLeafSize, t.xid,
+                    page_image(t, PgbenchTable::kAccountsPkey));
     } else {
-      insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid);
+      insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid, image);
     }
+  }
+
+  // A modification of a page of `table`: the bytes its full-page image adds to the record, or
+  // 0 (FULL-PAGE IMAGES, core/cell/full_page_images.h: p(N, r, T) with r = every client's
+  // touches of the table so far over the time since the first client started, re-read at each
+  // of the first kRateRefresh own touches and every kRateRefresh after; before any estimate
+  // (the first touch) p is 1). Each client's count is its own (relaxed, owner-written), so the
+  // sum costs no shared write; it is model bookkeeping, outside P like the per-client
+  // statistics.
+  static constexpr uint64_t kRateRefresh = 16;
+  static constexpr uint64_t kNoStart = ~uint64_t{0};
+  uint32_t page_image(Txn& t, PgbenchTable table) {
+    if (!spec_.workload.full_page_writes) return 0;
+    const auto i = static_cast<uint32_t>(table);
+    const uint64_t own = t.pc.touches[i].load(std::memory_order_relaxed);
+    t.pc.touches[i].store(own + 1, std::memory_order_relaxed);
+    if (own > 0 && (own < kRateRefresh || own % kRateRefresh == 0)) {
+      uint64_t all = 0;
+      for (const auto& c : per_client_) all += c.touches[i].load(std::memory_order_relaxed);
+      const uint64_t elapsed_ns = P::now_ns() - run_start_ns_.load(std::memory_order_relaxed);
+      if (elapsed_ns > 0)
+        t.pc.table_rate[i] = static_cast<double>(all) * 1e9 / static_cast<double>(elapsed_ns);
+    }
+    const double p = first_touch_probability(table_pages_[i], t.pc.table_rate[i],
+                                             spec_.workload.checkpoint_timeout_s);
+    if (t.me.next_unit() >= p) return 0;
+    const uint32_t bytes = full_page_image_bytes(table);
+    t.pc.images.fetch_add(1, std::memory_order_relaxed);
+    t.pc.image_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    return bytes;
   }
 
   // ---- Transaction steps shared by the workloads. ----
@@ -772,7 +855,10 @@ class WalCell final : public CellRun {
   }
 
   // Build (CRC before any lock) and insert one record carrying the client's next seq.
-  typename WalT::Inserted insert_record(Txn& t, uint8_t rmid, uint8_t info, uint32_t len, Xid xid) {
+  // image: bytes of full-page images the record carries (page_image), on top of len.
+  typename WalT::Inserted insert_record(Txn& t, uint8_t rmid, uint8_t info, uint32_t len, Xid xid,
+                                        uint32_t image = 0) {
+    len += image;
     uint8_t* buf = t.pc.buffer.get();
     const uint32_t crc = build_record(buf, len, xid, rmid, info, t.me.id, t.pc.records++);
     charge_crc<P>(len);
@@ -900,6 +986,8 @@ class WalCell final : public CellRun {
   alignas(128) XidGen<P> xid_gen_;
   std::unique_ptr<C> clog_;  // transactional workloads only, shared WAL
   std::unique_ptr<ProcArray<P>> proc_array_;  // with clog_, unless clog.procarray is "off"
+  double table_pages_[kNumPgbenchTables] = {};  // pgbench_table_pages at workload.scale
+  std::atomic<uint64_t> run_start_ns_{kNoStart};  // the first client's start (page_image)
   const uint32_t hint_miss_permille_ =
       static_cast<uint32_t>(std::lround(spec_.clog.hint_bit_miss * 1000.0));
   // Private streams (ideal), transactional workloads: each client's own XID counter and CLOG.

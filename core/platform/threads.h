@@ -106,6 +106,15 @@ struct ThreadsPlatform {
     std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
   }
+  // pg_write_barrier: orders earlier stores before later ones. A compiler barrier on x86
+  // (arch-x86.h); a release fence here keeps the compiler and a weaker machine in order.
+  static void write_barrier() {
+#ifdef WALBENCH_TSAN
+    memory_barrier();  // see above: TSan models no fence
+#else
+    std::atomic_thread_fence(std::memory_order_release);
+#endif
+  }
 };
 
 static_assert(Platform<ThreadsPlatform>);
