@@ -79,7 +79,7 @@ struct SpyWal {
     wal = std::make_unique<Wal<TP, S>>(g, 8, *storage, procs, p);
   }
   Wal<TP, S>::Inserted insert(uint32_t client, uint32_t len) {
-    const uint32_t crc = build_record(buf.data(), len, Xid{0}, kRmLogicalMsg, 0,
+    const uint32_t crc = build_record(buf.data(), len, Xid{0}, kRmHeap, 0,
                                       ClientId{client}, records++);
     return wal->insert(procs[client], buf.data(), len, crc);
   }
@@ -241,7 +241,7 @@ TEST_CASE("store order: S_UNLOCK and XLogWrite's results are plain stores, not f
       p.insertingat = proto;
       Wal<RP, InsertLocks<RP>> wal(g, 8, *storage, procs, p);
       std::vector<uint8_t> buf(256);
-      const uint32_t crc = build_record(buf.data(), 100, Xid{0}, kRmLogicalMsg, 0, ClientId{0}, 0);
+      const uint32_t crc = build_record(buf.data(), 100, Xid{0}, kRmHeap, 0, ClientId{0}, 0);
       const auto r = wal.insert(procs[0], buf.data(), 100, crc);
       RP::orders.clear();
       wal.flush(procs[0], r.end);
