@@ -74,8 +74,8 @@
 // The first record of a fresh WAL starts at BytePos 0 = LSN 0/00000028 (after the 40-byte long
 // header). A commit record has tot_len 44 and reserves MAXALIGN(44) = 48 bytes; its bytes are the
 // header, FF 12 (short data header, 18 bytes of main data), xact_time 0 (8 bytes) and the tag.
-// The second record starts at BytePos 48 = LSN 0/00000058 with prev = 0/00000028. A message of
-// N = 8942 bytes is a record of 58 + 8942 = 9000 bytes (FE then the uint32 length 8971, the
+// The second record, another commit, starts at BytePos 48 = LSN 0/00000058 with prev =
+// 0/00000028. The third, a message of N = 8942 bytes, is a record of 58 + 8942 = 9000 bytes (FE then the uint32 length 8971, the
 // 24-byte xl_logical_message, "test\0", 8932 '0' bytes and the tag) at BytePos 96 (LSN
 // 0/00000088); it fills the remaining 8192 - 136 = 8056 bytes of page 0; page 1 (LSN 0/00002000)
 // gets info = kPageFirstIsContRecord and rem_len = 9000 - 8056 = 944, and the record ends at
