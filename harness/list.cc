@@ -176,9 +176,9 @@ std::vector<Entry> workload_entries() {
       {"emit_message",
        "PostgreSQL's SELECT pg_logical_emit_message(true, 'test', repeat('0', N)), one statement "
        "per transaction (the benchmark of the 2023 WAL insertion lock thread)",
-       "one LogicalMessage record of 55+N bytes (N <= 226) or 58+N bytes, then, when "
-       "transactional, a 34-byte commit record, a flush (if commit.synchronous_commit) and the "
-       "CLOG update",
+       "one LogicalMessage record of 55+N bytes (N <= 226) or 58+N bytes (N >= 10: the message "
+       "carries walbench's tag), then, when transactional, a 44-byte commit record (PG 15's 34 + "
+       "the tag), a flush (if commit.synchronous_commit) and the CLOG update",
        {
            {"record_size", "size", d.record_size.label(),
             "1..1073741824, or a distribution object",
@@ -202,21 +202,23 @@ std::vector<Entry> workload_entries() {
        "section 7): 5 statements, mean 278 B/txn (measured 277)",
        "BEGIN; UPDATE pgbench_accounts: Heap2/PRUNE 68 B (p 0.6), then Heap/HOT_UPDATE 72 B or "
        "(p 0.3) Heap/UPDATE 180 B + Btree/INSERT_LEAF 64 B; SELECT; INSERT INTO pgbench_history: "
-       "Heap/INSERT 80 B; END: COMMIT 34 B, flush (synchronous_commit), CLOG update",
+       "Heap/INSERT 80 B; END: COMMIT 34 B + 10 B tag, flush (synchronous_commit), CLOG update",
        pgbench_rows},
       {"tpcb_like",
        "pgbench's default TPC-B-like script in WAL terms, PostgreSQL 15 record sizes "
        "(PROTOCOLS.md section 7): 7 statements, mean 434 B/txn (measured 434)",
        "BEGIN; UPDATE pgbench_accounts (as simple_update); SELECT; UPDATE pgbench_tellers: "
        "Heap/HOT_UPDATE 72 B; UPDATE pgbench_branches: Heap/LOCK 59 B (p 0.2) + Heap/HOT_UPDATE "
-       "72 B; INSERT INTO pgbench_history: Heap/INSERT 80 B; END: COMMIT 34 B, flush, CLOG",
+       "72 B; INSERT INTO pgbench_history: Heap/INSERT 80 B; END: COMMIT 34 B + 10 B tag, flush, "
+       "CLOG",
        pgbench_rows},
       {"savepoints",
        "the SELECT ... FOR UPDATE script with three savepoints (subtransactions in CLOG; "
        "thread \"Speed up Clog Access by increasing CLOG buffers\", Kapila 2015-17)",
        "BEGIN; SELECT ... FOR UPDATE: top-level xid, Heap/LOCK 59 B; 3 x (SAVEPOINT; SELECT ... "
-       "FOR UPDATE: a subtransaction xid, Heap/LOCK 59 B); END: COMMIT 54 B (3 subxacts), "
-       "flush, the tree's status set with the parent's (<= 5 subxids: group path); 290 B/txn",
+       "FOR UPDATE: a subtransaction xid, Heap/LOCK 59 B); END: COMMIT 54 B (3 subxacts) + 10 B "
+       "tag, flush, the tree's status set with the parent's (<= 5 subxids: group path); 300 "
+       "B/txn",
        pgbench_rows},
   };
 }

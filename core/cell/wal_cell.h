@@ -8,23 +8,29 @@
 // Workloads (DESIGN.md section 6, PROTOCOLS.md section 7). Each statement starts with
 // client_overhead_us of work outside any lock (parse, execute, network round trip). Record sizes
 // are PostgreSQL 15's as pg_waldump shows them (wal_level=replica, 8 kB pages, no full-page
-// images: the steady state); every record carries the (client, seq) tag the WAL verifier checks.
+// images: the steady state), but for the COMMIT, 10 bytes longer; every record carries the
+// (client, seq) tag the WAL verifier checks, in its last 10 bytes (core/wal/format.h "The tag";
+// the README's "pg_waldump" section says which records PG 15's pg_waldump reads as its own).
 // With workload.full_page_writes (default on, as PostgreSQL's GUC) a pgbench record that
 // modifies a table page may carry that page's full-page image: FULL-PAGE IMAGES in
 // core/cell/full_page_images.h (when, how large, and the table sizes from workload.scale);
-// which page each record touches is named at its insert_record call below.
+// which page each record touches is named at its insert_record call below. An image's bytes
+// are carried as more main data (filler), not as a block image: pg_waldump counts them in the
+// record's size, not under its FPI column.
 //   emit_message  SELECT pg_logical_emit_message(transactional, 'test', repeat('0', N)):
-//                 one LogicalMessage record of 55+N bytes (N <= 226) or 58+N bytes, then, if
-//                 transactional (xid assigned first), the commit.
+//                 one LogicalMessage record of 55+N bytes (N <= 226) or 58+N bytes (N below 10
+//                 counts as 10: the message holds the tag), then, if transactional (xid
+//                 assigned first), the commit.
 //   simple_update pgbench -N (5 statements): BEGIN; UPDATE pgbench_accounts (the accounts
 //                 update below); SELECT abalance; INSERT INTO pgbench_history (Heap/INSERT 80 B);
-//                 END (the commit). Mean 278 B/txn of records (measured: 277).
+//                 END (the commit). Mean 278 B/txn of records (measured: 277), 288 with the
+//                 tagged COMMIT.
 //   tpcb_like     pgbench's default script (7 statements): BEGIN; UPDATE pgbench_accounts (the
 //                 accounts update); SELECT abalance; UPDATE pgbench_tellers (Heap/HOT_UPDATE
 //                 72 B); UPDATE pgbench_branches (Heap/LOCK 59 B first with p = 0.2: the row was
 //                 updated concurrently and is locked again after the wait, then Heap/HOT_UPDATE
 //                 72 B); INSERT INTO pgbench_history (Heap/INSERT 80 B); END. Mean 434 B/txn
-//                 (measured: 434).
+//                 (measured: 434), 444 with the tagged COMMIT.
 //     the accounts update: Heap2/PRUNE 68 B first with p = 0.6 (before the xid is assigned, so
 //                 it carries none in the first statement), then Heap/HOT_UPDATE 72 B, or with
 //                 p = 0.3 a non-HOT Heap/UPDATE 180 B + Btree/INSERT_LEAF 64 B. The sizes are the
@@ -35,13 +41,14 @@
 //                 then three times SAVEPOINT sN; SELECT ... FOR UPDATE (pgbench_tellers,
 //                 pgbench_branches, another pgbench_accounts row): a subtransaction xid from the
 //                 same counter and its Heap/LOCK 59 B; END: a COMMIT of 54 B (34 + xinfo 4 +
-//                 nsubxacts 4 + 3 x 4 subxact xids, xact.c XactLogCommitRecord) and the tree's
-//                 status set with the parent's (3 <= 5 subxids: the group path applies).
-//                 290 B/txn of records.
+//                 nsubxacts 4 + 3 x 4 subxact xids, xact.c XactLogCommitRecord; 64 B with the
+//                 tag) and the tree's status set with the parent's (3 <= 5 subxids: the group
+//                 path applies). 290 B/txn of records (300 with the tag).
 //   The commit (RecordTransactionCommit): the COMMIT record (34 B + 4 per subxact + 8 when
-//   there are any), then XLogFlush (synchronous_commit) or XLogSetAsyncXactLSN, then the CLOG:
-//   TransactionIdCommitTree / TransactionIdAsyncCommitTree (with the commit's end LSN as the
-//   group LSN), then the Proc's xids are cleared (ProcArrayEndTransaction's part we model).
+//   there are any, + the 10-byte tag), then XLogFlush (synchronous_commit) or
+//   XLogSetAsyncXactLSN, then the CLOG: TransactionIdCommitTree / TransactionIdAsyncCommitTree
+//   (with the commit's end LSN as the group LSN), then the Proc's xids are cleared
+//   (ProcArrayEndTransaction's part we model).
 //   Non-transactional emit_message touches neither XidGen nor the CLOG (none is built).
 //   Visibility and snapshots (README "CLOG as the experiment saw it"): every pgbench statement
 //   that finds a row by key (accounts update; tellers and branches updates; each SELECT ... FOR
@@ -53,6 +60,7 @@
 //   Each statement's client overhead is reported to the sampler as Client:ClientRead.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -86,13 +94,14 @@
 
 namespace walbench {
 
-// Record length of pg_logical_emit_message(true, 'test', repeat('0', n)) on PG 15
-// (measured with pg_waldump: 16 -> 71, 226 -> 281, 256 -> 314).
-constexpr uint32_t emit_message_record_size(uint32_t n) { return n <= 226 ? 55 + n : 58 + n; }
-constexpr uint32_t kCommitRecordSize = 34;  // Transaction/COMMIT, wal_level=replica
-// Transaction/COMMIT with n subtransactions: + xl_xact_xinfo (4) + nsubxacts (4) + 4 per xid.
-constexpr uint32_t commit_record_size(uint32_t nsubxacts) {
-  return nsubxacts == 0 ? kCommitRecordSize : kCommitRecordSize + 8 + 4 * nsubxacts;
+// The message of emit_message's record_size n: n bytes, at least the 10 the tag needs (format.h
+// "The tag"). Its record, format.h's message_record_size, is PG 15's
+// pg_logical_emit_message(true, 'test', repeat('0', n)) (measured with pg_waldump: 16 -> 71,
+// 226 -> 281, 256 -> 314). The COMMIT is format.h's commit_record_size: PG 15's 34 B (+ 8 + 4
+// per subxact) plus the 10-byte tag.
+constexpr uint32_t emit_message_size(uint32_t n) { return std::max(n, kMinMessageSize); }
+constexpr uint32_t emit_message_record_size(uint32_t n) {
+  return message_record_size(emit_message_size(n));
 }
 
 // pgbench's records (PROTOCOLS.md section 7, PG 15 pg_waldump, steady state).
@@ -103,15 +112,13 @@ constexpr uint32_t kHeapLockSize = 59;         // Heap/LOCK (SELECT ... FOR UPDA
 constexpr uint32_t kHeap2PruneSize = 68;       // Heap2/PRUNE
 constexpr uint32_t kBtreeInsertLeafSize = 64;  // Btree/INSERT_LEAF
 constexpr uint32_t kMaxPgbenchRecordSize = kHeapUpdateSize;
-// Info bytes as PostgreSQL's (heapam_xlog.h, nbtxlog.h, xact.h). format.h has no Heap2 rmgr:
-// PRUNE is logged under kRmHeap with Heap2's info value.
+// Info bytes as PostgreSQL's (heapam_xlog.h, nbtxlog.h); PRUNE is a Heap2 record.
 constexpr uint8_t kInfoHeapInsert = 0x00;
 constexpr uint8_t kInfoHeapUpdate = 0x20;
 constexpr uint8_t kInfoHeapHotUpdate = 0x40;
 constexpr uint8_t kInfoHeapLock = 0x60;
 constexpr uint8_t kInfoHeap2Prune = 0x10;
 constexpr uint8_t kInfoBtreeInsertLeaf = 0x00;
-constexpr uint8_t kInfoXactCommit = 0x00;
 // The statement mix (ours; see the header): per mille.
 constexpr uint32_t kPrunePermille = 600;        // accounts update preceded by a PRUNE
 constexpr uint32_t kNonHotPermille = 300;       // accounts update is not HOT
@@ -242,7 +249,7 @@ class WalCell final : public CellRun {
     const uint32_t max_len =
         workload_ == WorkloadKind::kEmitMessage
             ? std::max(emit_message_record_size(max_message_size(spec.workload.record_size)),
-                       kCommitRecordSize)
+                       commit_record_size(0))
             : std::max(kMaxPgbenchRecordSize + (spec.workload.full_page_writes
                                                      ? 2 * full_page_image_bytes(PgbenchTable::kAccounts)
                                                      : 0),
@@ -439,6 +446,10 @@ class WalCell final : public CellRun {
                                             : verify_wal(*streams_[s].storage, geom_, ex);
       total.records += r.records;
       total.bytes += r.bytes;
+      for (const auto& [type, tally] : r.record_types) {
+        total.record_types[type].count += tally.count;
+        total.record_types[type].bytes += tally.bytes;
+      }
       total.streamed = total.streamed || r.streamed;  // private streams: the sum of the rings
       total.ring_bytes += r.ring_bytes;
       total.max_lag_bytes = std::max(total.max_lag_bytes, r.max_lag_bytes);
@@ -747,7 +758,10 @@ class WalCell final : public CellRun {
     if (w.transactional) assign_top(t);
     const uint32_t n = draw_size(w.record_size, t.me);
     if (w.payload_ns_per_byte > 0) P::work(static_cast<uint64_t>(w.payload_ns_per_byte * n));
-    insert_record(t, kRmLogicalMsg, 0, emit_message_record_size(n), t.xid);
+    const uint32_t len = emit_message_record_size(n);
+    const uint32_t crc = build_message_record(t.pc.buffer.get(), emit_message_size(n),
+                                              w.transactional, t.xid, t.me.id, t.pc.records++);
+    insert_built(t, len, crc);
     if (w.transactional) commit(t);
   }
 
@@ -758,7 +772,7 @@ class WalCell final : public CellRun {
     tuple_check(t);  // the row found by the index scan
     uint32_t image = page_image(t, PgbenchTable::kAccounts);
     if (chance(t, kPrunePermille)) {
-      insert_record(t, kRmHeap, kInfoHeap2Prune, kHeap2PruneSize, t.xid, image);
+      insert_record(t, kRmHeap2, kInfoHeap2Prune, kHeap2PruneSize, t.xid, image);
       image = 0;
     }
     if (t.xid == kInvalidXid) assign_top(t);
@@ -859,8 +873,14 @@ class WalCell final : public CellRun {
   typename WalT::Inserted insert_record(Txn& t, uint8_t rmid, uint8_t info, uint32_t len, Xid xid,
                                         uint32_t image = 0) {
     len += image;
+    const uint32_t crc = build_record(t.pc.buffer.get(), len, xid, rmid, info, t.me.id,
+                                      t.pc.records++);
+    return insert_built(t, len, crc);
+  }
+
+  // Insert the record built in the client's buffer (len bytes, crc its build_*_record state).
+  typename WalT::Inserted insert_built(Txn& t, uint32_t len, uint32_t crc) {
     uint8_t* buf = t.pc.buffer.get();
-    const uint32_t crc = build_record(buf, len, xid, rmid, info, t.me.id, t.pc.records++);
     charge_crc<P>(len);
     t.bytes += max_align(len);
     return t.wal.insert(t.me, buf, len, crc);
@@ -868,7 +888,10 @@ class WalCell final : public CellRun {
 
   // RecordTransactionCommit + ProcArrayEndTransaction's xid part (see the header).
   void commit(Txn& t) {
-    const auto rec = insert_record(t, kRmXact, kInfoXactCommit, commit_record_size(t.nsub), t.xid);
+    const uint32_t crc = build_commit_record(t.pc.buffer.get(), t.xid,
+                                             std::span<const Xid>(t.subxids, t.nsub), t.me.id,
+                                             t.pc.records++);
+    const auto rec = insert_built(t, commit_record_size(t.nsub), crc);
     Lsn clog_lsn = kInvalidLsn;
     if (spec_.commit.synchronous_commit) {
       t.wal.flush(t.me, rec.end);

@@ -156,7 +156,7 @@ DirectOutcome run_direct(const ConsolidationArrayParams& params, uint32_t small,
             const uint32_t len = i == 0 ? big_len : kMinRecordSize;
             std::vector<uint8_t> buf(len);
             for (uint32_t k = 0; k < per_client; ++k) {
-              const uint32_t crc = build_record(buf.data(), len, Xid{0}, kRmLogicalMsg, 0,
+              const uint32_t crc = build_record(buf.data(), len, Xid{0}, kRmHeap, 0,
                                                 ClientId{i}, counts[i]++);
               wal.insert(procs[static_cast<int32_t>(i)], buf.data(), len, crc);
             }

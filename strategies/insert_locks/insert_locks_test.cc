@@ -79,7 +79,7 @@ struct SpyWal {
     wal = std::make_unique<Wal<TP, S>>(g, 8, *storage, procs, p);
   }
   Wal<TP, S>::Inserted insert(uint32_t client, uint32_t len) {
-    const uint32_t crc = build_record(buf.data(), len, Xid{0}, kRmLogicalMsg, 0,
+    const uint32_t crc = build_record(buf.data(), len, Xid{0}, kRmHeap, 0,
                                       ClientId{client}, records++);
     return wal->insert(procs[client], buf.data(), len, crc);
   }
@@ -246,7 +246,7 @@ TEST_CASE("store order: S_UNLOCK and XLogWrite's results are plain stores, not f
       p.insertingat = proto;
       Wal<RP, InsertLocks<RP>> wal(g, 8, *storage, procs, p);
       std::vector<uint8_t> buf(256);
-      const uint32_t crc = build_record(buf.data(), 100, Xid{0}, kRmLogicalMsg, 0, ClientId{0}, 0);
+      const uint32_t crc = build_record(buf.data(), 100, Xid{0}, kRmHeap, 0, ClientId{0}, 0);
       const auto r = wal.insert(procs[0], buf.data(), 100, crc);
       RP::orders.clear();
       wal.flush(procs[0], r.end);
@@ -290,7 +290,7 @@ TEST_CASE("store order: AdvanceXLInsertBuffer publishes xlblocks with plain stor
     std::vector<uint8_t> buf(512);
     Lsn end;
     for (uint64_t i = 0; i < 15; ++i) {
-      const uint32_t crc = build_record(buf.data(), 500, Xid{0}, kRmLogicalMsg, 0, ClientId{0}, i);
+      const uint32_t crc = build_record(buf.data(), 500, Xid{0}, kRmHeap, 0, ClientId{0}, i);
       end = wal.insert(procs[0], buf.data(), 500, crc).end;
     }
     wal.flush(procs[0], end);
@@ -318,7 +318,7 @@ TEST_CASE("XLogWrite fsyncs a segment when it writes its last page, flush reques
   Wal<TP, InsertLocks<TP>> wal(g, 32, *storage, procs, p);
   std::vector<uint8_t> buf(512);
   auto insert = [&](uint64_t seq) {
-    const uint32_t crc = build_record(buf.data(), 500, Xid{0}, kRmLogicalMsg, 0, ClientId{0}, seq);
+    const uint32_t crc = build_record(buf.data(), 500, Xid{0}, kRmHeap, 0, ClientId{0}, seq);
     return wal.insert(procs[0], buf.data(), 500, crc).end;
   };
   Lsn end;
@@ -340,7 +340,7 @@ TEST_CASE("XLogWrite fsyncs a segment when it writes its last page, flush reques
   nosync.set_fsync(false);
   Lsn end2;
   for (uint64_t i = 0; end2.value < 8192 + 100; ++i) {
-    const uint32_t crc = build_record(buf.data(), 500, Xid{0}, kRmLogicalMsg, 0, ClientId{0}, i);
+    const uint32_t crc = build_record(buf.data(), 500, Xid{0}, kRmHeap, 0, ClientId{0}, i);
     end2 = nosync.insert(procs[0], buf.data(), 500, crc).end;
   }
   nosync.write_upto(procs[0], end2, /*flush_too=*/false);
