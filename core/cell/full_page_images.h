@@ -42,7 +42,18 @@
 // Departures: the checkpoint cycle is averaged (the burst of images right after each checkpoint
 // and its WAL volume are spread over the run instead of arriving every T seconds); only
 // checkpoint_timeout starts checkpoints (a max_wal_size / checkpoint_segments checkpoint is not
-// modelled); holes are the steady-state estimates above, not each page's own.
+// modelled); holes are the steady-state estimates above, not each page's own (HOT-updated
+// tellers/branches pages swing between pruned and nearly full: the 0 B hole is their fullest
+// state; these pages are imaged about N/T times a second, so it barely matters). Overestimates:
+// the non-HOT update's second page is drawn as an independent accounts page, where PostgreSQL
+// often reuses the backend's target block or extends the table (a fresh page, logged as
+// initialised, never imaged): up to 30% more accounts images; an image is added on top of the
+// record's steady-state size, where XLogRecordAssemble drops the block's registered data when it
+// includes the image (about 10-130 B per image). The image decision draws from the client's one
+// random stream, so cells with full_page_writes on and off do not see the same later draws
+// (compare them over several seeds). History pages are appended and logged as initialised; its
+// one-page table stands for that. Because of these and the unmodelled volume checkpoints,
+// workload.full_page_writes is off by default (spec.h).
 #pragma once
 
 #include <algorithm>
