@@ -21,9 +21,11 @@
 //                              reservation order through the exposed end (below), and a client
 //                              about to block in GetXLogBuffer publishes its own insertingAt in
 //                              a per-client progress word (advertise).
-//   WaitXLogInsertionsToFinish reads the exposed end (fast path); while a client that advertised
-//                              is still in flight it may also scan the per-client progress words
-//                              (the deadlock escape that insertingAt is in PostgreSQL).
+//   WaitXLogInsertionsToFinish reads the exposed end (fast path), else sleeps until the group
+//                              that covers its target is exposed (W5); while a client that
+//                              advertised is still in flight it may also scan the per-client
+//                              progress words (the deadlock escape that insertingAt is in
+//                              PostgreSQL).
 //
 // Design summary
 //   K active slots. A client joins one with a CAS on the slot's packed word
@@ -36,12 +38,13 @@
 //   group), installs the fresh slot in its place, reserves [base, base + bytes) and takes a group
 //   number g, sets PrevBytePos to the group's last record (base + last_off), releases the lock,
 //   and publishes (remaining = count, g, end, base) in the slot. Its own xl_prev is the previous
-//   PrevBytePos; every other member's is base + its old last_off. Members spin until base is
-//   published, then copy in parallel at base + offset (pages and segments crossed by a group are
-//   handled by BytePos arithmetic: page headers are outside the byte-position space).
+//   PrevBytePos; every other member's is base + its old last_off. Members wait until base is
+//   published (W3), then copy in parallel at base + offset (pages and segments crossed by a
+//   group are handled by BytePos arithmetic: page headers are outside the byte-position space).
 //   Leaving: fetch_sub(remaining); the member that brings it to 0 frees the slot and releases the
 //   group in order of g:
-//     delegated_release = false  it waits until released_ == g, then exposes the group's end.
+//     delegated_release = false  it waits until group g - 1 is exposed (released_ == g; woken by
+//                                g - 1's releaser, W2), then exposes the group's end.
 //     delegated_release = true   it records (g, end) in the release ring (entry g % R, once group
 //                                g - R is exposed: C8); if released_ == g it
 //                                claims and exposes it itself, and whoever exposes a group also
@@ -70,11 +73,20 @@
 //   ring_[g % R].done / .end         Atomics (delegated only): done = g + 1 while group g is
 //                                    finished and not yet exposed, 0 otherwise; written only by
 //                                    g's last member (C8), cleared by the CAS that claims g
+//   ring_[g % R].waiters             Atomic wait list (W1) of clients waiting for group g's
+//                                    exposure: pushed by waiters, emptied by g's exposer (W2)
+//   slots_[i].waiters                Atomic wait list of the members waiting for base and of
+//                                    probers waiting for the slot to open or be replaced (W3)
+//   progress_waiters_                Atomic wait list of advertised inserters in an eviction's
+//                                    wait for insertions (C10)
+//   waiters_[c].next / .state        Atomics: c's link on the list it is pushed on and its
+//                                    kNotQueued / kQueued / kSleeping state (W1, W2)
 //   progress_[c]                     Atomic per client, own line: kIdle, kUnknown (joined, start
 //                                    not known), or an LSN below which c has copied all it
 //                                    reserved (its start, then what it advertised)
 //   advertised_                      Atomic: clients in flight that advertised (enables the scan)
-//   clients_[]                       owner-only per client: slot hint, inserting, advertised
+//   clients_[]                       owner-only per client: slot hint, inserting, advertised,
+//                                    its last group and that group's end (W5)
 //
 // Invariants
 //   C1 Only the leader of a slot (the client whose CAS saw count == 0) closes it, and it does so
@@ -103,37 +115,82 @@
 //      until g is claimed, since g + R waits for released_ > g. An entry found free is not
 //      enough: it is free too while g - R is exposed but g is still copying, and a g + R that
 //      took it would wait for g forever (and g for its entry).
+//   C9 Every change of a progress word while advertised_ > 0 (a client's start known, its copy
+//      done, an advertise) is followed by a wake-up of progress_waiters_, as LWLockUpdateVar
+//      and LWLockReleaseClearVar wake an insertion lock's waiters; so is every exposure.
+//   C10 Only a client that is itself inserting (it advertised, in GetXLogBuffer's eviction) waits
+//      on progress_waiters_: it is the one the insertions it waits for may wait for (the
+//      deadlock insertingAt exists for). Other waiters for insertions (commits, the WAL writer)
+//      hold nothing anybody inserting waits for, so they may sleep until their group is exposed.
+//
+// Wait lists (W; PostgreSQL's PGPROC semaphore, queued like the clog group list)
+//   W1 A wait list is a Treiber stack of procno + 1 in one atomic word. A waiter pushes itself
+//      (state := kQueued, next := head, CAS head), then rechecks its condition: if it holds, the
+//      waker may have come before the push, so it empties the list itself (W2), waking the
+//      others too, who recheck theirs. Then it spins on its own state word (a local spin: the
+//      waker writes it once) up to a budget (kSpinsBeforeSleep for members and releasers, as
+//      Aether's threads spin; none for waits for insertions, as WaitXLogInsertionsToFinish
+//      sleeps at once), CASes kQueued -> kSleeping and sleeps on its Proc semaphore until its
+//      state is kNotQueued, giving back posts that were not its (LWLock I9). No lost wake-up:
+//      the push and the waker's condition store are full barriers, each followed by a read of
+//      the other (Dekker).
+//   W2 A waker makes the condition true (a seq_cst store), then reads the list word and, if it is
+//      not empty, exchanges it with empty and for each client reads next, exchanges its state
+//      to kNotQueued and posts its semaphore if the old state was kSleeping. Exactly one post
+//      per sleep; a client is on at most one list, and only between its push and its wake-up.
+//   W3 The leader publishes base, then wakes its slot's list (members; probers); a leader that
+//      installs and opens a fresh slot wakes that slot's list after unlocking. A prober that
+//      found every active position closed or full waits on the slot it saw last until it
+//      opens, is replaced at its position, or has its base.
+//   W4 (delegated_release false) A releaser that slept wakes the releasers asleep behind it
+//      (groups g + 2, g + 3, ... while their lists are not empty), so that they spin again
+//      while the chain drains: otherwise a chain that fell asleep once pays a semaphore
+//      wake-up per group, each longer than a spin phase, and stays asleep (the old convoy).
+//   W5 A wait for insertions up to upto sleeps on the list of the group whose exposure covers
+//      upto: the caller's own last group if upto lies within it (a commit's flush of its own
+//      record), else the last group reserved when it read CurrBytePos. Not the first unexposed
+//      group: with many committers every exposure would wake them all (tried: at 256 clients
+//      the exposer of a chain of 80 groups posted ~247 sleepers per group and throughput fell
+//      to 3.5k tps).
 //
 // Insert
 //   1 progress := kUnknown   2 join a slot (CAS), trying the next active position on failure
 //   3 leader: grab a free slot, insertpos_lck_, close, install, reserve, PrevBytePos, unlock,
-//     publish; member: spin until base is published
+//     publish, wake the slot's waiters (W3); member: wait until base is published (W1, W3)
 //   4 progress := start; set xl_prev, finish the CRC; copy (GetXLogBuffer may advertise + block)
 //   5 progress := kIdle; fetch_sub(remaining); the last one frees the slot and releases (C4)
 // Wait (WaitXLogInsertionsToFinish)
-//   exposed_ >= upto: return it. Else read CurrBytePos under insertpos_lck_, clamp upto; loop:
-//   exposed_ >= upto: return it; if advertised_ > 0, scan progress_ (C6); back off.
-// Wake path: none; every waiter polls with P::spin_delay and, after kSpinsBeforeSleep tries,
-//   short sleeps (Aether's threads spin; PostgreSQL's WaitForVar sleeps on a semaphore).
-//   Hazard (open): with delegated_release = false the releasers of successive groups each poll
-//   released_; once they sleep, every group's exposure waits for its releaser's next wake-up (up
-//   to kMaxSleepNs), a convoy that does not clear: on the sim (64 cores, 16 B records, no
-//   transactions) 8 clients fall to 35k tps, against 3.1M with the same waits spinning only.
-//   A semaphore wake path (the releaser of g posts the waiter for g + 1) is the fix; until then
-//   figures of that variant measure the backoff, not Aether.
-//   Hazard (open, both variants): with synchronous commit the sim shows a stall while many
-//   clients start (64 vCPU, 16 B: 256 clients run almost no transaction for 0.09 virtual s, 1024
-//   none in the first 4 ms). A likely cause: join() shares one Backoff between probing for a
-//   slot and waiting for the group's base, so a member that spent its spins probing sleeps (up
-//   to kMaxSleepNs) for a base published within a microsecond, and every later group waits for
-//   its exposure. configs/beyond-postgres.json leaves the strategy out until this is fixed.
+//   exposed_ >= upto: return it. Else read CurrBytePos and the group count under insertpos_lck_,
+//   clamp upto; loop: exposed_ >= upto: return it; if advertised_ > 0, scan progress_ (C6);
+//   sleep on the target group's list (W5), or on progress_waiters_ (C10).
+// Wake paths (W1-W5): every wait sleeps on a wait list after its spin budget and is woken by
+//   the client that makes its condition true: the leader (base), the exposer of a group
+//   (releasers of the next group, delegated lap waits, waits for insertions), any progress
+//   change while someone advertised (evicting inserters, C9).
+//   Fixed hazards. (b) With synchronous commit, many clients started slowly (64 vCPU, 16 B,
+//   1024 clients: no transaction in the first 10 virtual ms, 97.7k tps in the fourth 10 ms
+//   against insert_locks's 333k; a cell took 4.5 minutes of host time): committers polled
+//   exposed_ with sleeps, and while a client blocked in GetXLogBuffer (every first insertion
+//   into a fresh page at start-up) each poll scanned all 1024 progress words (59078 scans in the
+//   first 1.04 ms): the pollers took the CPUs the inserters needed. The suspected cause (join's
+//   shared backoff) was not it: no base wait slept in that window; it is fixed anyway (W3).
+//   Now 1024 clients run 261k tps in the first 10 ms and the cell takes 7.6 s of host time.
+//   (a) delegated_release = false: releasers polled released_; once asleep, each group's
+//   exposure waited for its releaser's next wake-up (64 vCPU, 16 B, no transactions: 17k tps
+//   at 16-64 clients against insert_locks's 2.6-3.4M). Now 2.2-2.4M at 8-64 clients (W2, W4).
+//   Hazard (open, delegated_release = false only): with more clients than hardware threads the
+//   chain of releasers still convoys: releasers spinning for their turn hold the CPUs that the
+//   releasers before them, woken but not running, need (64 vCPU, 16 B, sync commit: 256
+//   clients fall from ~300k tps to under 10k after 0.07 virtual s; 1024 clients within 10 ms).
+//   Fixing it needs a spin that knows whether the predecessor runs (an adaptive mutex's owner
+//   check); delegated_release = true (the default, Aether's design) has no such chain.
 // Lock order: only insertpos_lck_, never held while waiting. Copy may take WALBufMappingLock /
 //   WALWriteLock through Wal::get_buffer, with progress advertised first.
 // Departures: the flushers' view is one exposed pointer plus the per-client progress escape
 //   (Aether has no buffer eviction that waits for flushes, so it needs no escape); the group
 //   size is capped by the packed word (511 members, 1 GiB), a full slot is skipped like a
-//   closed one; Aether's MCS insert lock is PostgreSQL's TAS spinlock here; waits poll rather
-//   than block.
+//   closed one; Aether's MCS insert lock is PostgreSQL's TAS spinlock here; waits spin, then
+//   block on a semaphore (Aether's threads only spin).
 #pragma once
 
 #include <algorithm>
@@ -193,11 +250,11 @@ class ConsolidationArray {
   static constexpr uint64_t kNoBase = ~uint64_t{0};
   static constexpr uint64_t kNoPrev = ~uint64_t{0};
   static constexpr uint32_t kSpinsBeforeSleep = 1000;
-  static constexpr uint64_t kMinSleepNs = 1'000;
-  static constexpr uint64_t kMaxSleepNs = 64'000;
+  static constexpr uint32_t kNoWaiter = 0;  // an empty wait list; else procno + 1
 
   ConsolidationArray(ProcTable<P>& procs, const ConsolidationArrayParams& params)
       : params_(params),
+        procs_(procs),
         insertpos_lck_(WaitEvent::kInsertPosSpin),
         num_slots_(params.slots + static_cast<uint32_t>(procs.size())),
         slots_(new Slot[num_slots_]),
@@ -205,6 +262,7 @@ class ConsolidationArray {
         ring_size_(ring_size_for(static_cast<uint32_t>(procs.size()))),
         ring_(new RingEntry[ring_size_]),
         progress_(new Progress[procs.size()]),
+        waiters_(new Waiter[procs.size()]),
         clients_(procs.size()) {
     for (uint32_t k = 0; k < params.slots; ++k) {
       slots_[k].in_use.store(1);
@@ -234,15 +292,19 @@ class ConsolidationArray {
 
     Membership m = units > CArrayWord::kMaxUnits ? reserve_alone(me, size) : join(me, c, units);
 
+    c.last_group = m.group;
+    c.last_group_end = g.bytepos_to_end_lsn(BytePos{m.group_end}).value;
     const uint64_t start = m.base + m.offset;
     const uint64_t end = start + size;
     const Lsn start_lsn = g.bytepos_to_lsn(BytePos{start});
     progress.v.store(start_lsn.value);
+    wake_flushers_if_advertised();  // C9
     const Lsn prev_lsn = m.prev == kNoPrev ? kInvalidLsn : g.bytepos_to_lsn(BytePos{m.prev});
     finish_record(record, payload_crc, prev_lsn);
     wal.copy_record(me, BytePos{start}, BytePos{end}, record, len);
 
     progress.v.store(kIdle);  // C5: copied
+    wake_flushers_if_advertised();  // C9
     c.inserting = false;
     if (c.advertised) {
       advertised_.fetch_sub(1);
@@ -266,6 +328,7 @@ class ConsolidationArray {
       c.advertised = true;
       advertised_.fetch_add(1);
     }
+    wake_all(progress_waiters_);  // C9 (LWLockUpdateVar's wake-up)
   }
 
   // WaitXLogInsertionsToFinish (C6).
@@ -275,19 +338,41 @@ class ConsolidationArray {
     if (upto.value <= exposed) return Lsn{exposed};
     insertpos_lck_.acquire(me);
     const uint64_t reserved_pos = curr_byte_pos_.get();
+    const uint64_t groups = next_group_.get();  // every byte below reserved_pos is in 0..groups-1
     insertpos_lck_.release();
     const Lsn reserved = wal.geom().bytepos_to_end_lsn(BytePos{reserved_pos});
     if (upto > reserved) upto = reserved;
-    Backoff b(me, WaitEvent::kWalInsert);
-    for (;;) {
-      exposed = exposed_.load();
-      if (exposed >= upto.value) return Lsn{exposed};
-      if (advertised_.load() > 0) {
-        const uint64_t finished = scan_progress(reserved.value);
-        if (finished >= upto.value) return Lsn{finished};
+    // Done once upto is exposed, or a scan finds every in-flight client past it (C6).
+    uint64_t done_at = 0;
+    auto done = [&] {
+      done_at = exposed_.load();
+      if (done_at >= upto.value) return true;
+      if (advertised_.load() == 0) return false;
+      done_at = scan_progress(reserved.value);
+      return done_at >= upto.value;
+    };
+    if (done()) return Lsn{done_at};
+    // W5: the group whose exposure covers upto: the caller's own last group when upto lies
+    // within it (a commit's flush of its own record), else the last one reserved when
+    // reserved_pos was read (exposed > upto - 1 < reserved_pos then).
+    const ClientState& c = clients_[me.id.value];
+    const uint64_t target =
+        !c.inserting && groups > 0 && c.last_group < groups && upto.value <= c.last_group_end
+            ? c.last_group
+            : groups - 1;
+    WaitAccount account(me);
+    while (!done()) {
+      if (c.inserting) {
+        // C10: an inserter blocked in GetXLogBuffer (it advertised) evicting a page: the
+        // insertions it waits for may wait for it, so it must pass by the scan (C6); it sleeps
+        // where every progress change and every exposure wakes it (C9).
+        wait_on(me, progress_waiters_, account, 0, [&] { return done(); });
+      } else {
+        wait_on(me, ring_[target % ring_size_].waiters, account, 0,
+                [&] { return released_.load() > target || done(); });
       }
-      b.pause();
     }
+    return Lsn{done_at};
   }
 
   // Inspection for tests (racy while clients run).
@@ -304,6 +389,7 @@ class ConsolidationArray {
  private:
   struct alignas(128) Slot {
     typename P::template Atomic<uint64_t> word{CArrayWord::kClosed};
+    typename P::template Atomic<uint32_t> waiters{kNoWaiter};  // W1: wait for base
     typename P::template Atomic<uint64_t> home{0};
     typename P::template Atomic<uint64_t> in_use{0};
     typename P::template Atomic<uint64_t> base{kNoBase};
@@ -317,15 +403,26 @@ class ConsolidationArray {
   struct alignas(64) RingEntry {
     typename P::template Atomic<uint64_t> done{0};  // g + 1 while group g waits to be exposed
     typename P::template Atomic<uint64_t> end{0};
+    typename P::template Atomic<uint32_t> waiters{kNoWaiter};  // W1: wait for g's exposure
   };
   struct alignas(128) Progress {
     typename P::template Atomic<uint64_t> v{kIdle};
+  };
+  // A client's entry in a wait list (W1, W2): next is its successor on the list it is pushed
+  // on; state is kQueued from its push, kSleeping once it announced a semaphore sleep, and
+  // kNotQueued again when a waker took it off the list (PGPROC's lwWaiting).
+  enum : uint32_t { kNotQueued = 0, kQueued = 1, kSleeping = 2 };
+  struct alignas(64) Waiter {
+    typename P::template Atomic<uint32_t> next{kNoWaiter};
+    typename P::template Atomic<uint32_t> state{kNotQueued};
   };
   struct alignas(64) ClientState {
     uint32_t position = 0;   // active position to try first
     uint32_t grab_hint = 0;  // where to start looking for a free slot
     bool inserting = false;
     bool advertised = false;
+    uint64_t last_group = ~uint64_t{0};  // the group of its last record (W5) and its end LSN
+    uint64_t last_group_end = 0;
     uint64_t lap_waits = 0;  // releases that waited for the group a ring lap before (C8)
   };
   // What a client knows after step 3.
@@ -334,30 +431,118 @@ class ConsolidationArray {
     uint64_t base = 0, offset = 0, prev = kNoPrev, group = 0, group_end = 0;
   };
 
-  // Polling with backoff: kSpinsBeforeSleep spins (SPIN_DELAY), then sleeps showing the wait
-  // event, doubling from kMinSleepNs to kMaxSleepNs (so that clients beyond the cores give the
-  // CPU to the ones they wait for).
-  class Backoff {
+  // One wait of a client, accounted to LWLock:wal_insert (the insertion path's tranche):
+  // contended += 1 per wait that did not find its condition at once, spins, semaphore sleeps,
+  // wait_ns from its start to its end. The wait event is shown only while sleeping.
+  class WaitAccount {
    public:
-    Backoff(Proc<P>& me, WaitEvent e) : me_(me), event_(e) {}
-    void pause() {
-      if (spins_ < kSpinsBeforeSleep) {
-        ++spins_;
-        P::spin_delay();
-        return;
-      }
-      me_.set_wait(event_);
-      P::sleep_ns(sleep_ns_);
-      me_.clear_wait();
-      sleep_ns_ = std::min(2 * sleep_ns_, kMaxSleepNs);
+    explicit WaitAccount(Proc<P>& me)
+        : st_(me.stats.of(WaitEvent::kWalInsert)), t0_(P::now_ns()) {
+      ++st_.contended;
     }
+    ~WaitAccount() { st_.wait_ns += P::now_ns() - t0_; }
+    LockStats& stats() { return st_; }
 
    private:
-    Proc<P>& me_;
-    WaitEvent event_;
-    uint32_t spins_ = 0;
-    uint64_t sleep_ns_ = kMinSleepNs;
+    LockStats& st_;
+    const uint64_t t0_;
   };
+
+  // W1: push me on `list` (a Treiber stack of procno + 1, like PostgreSQL's clog group list).
+  void push(Proc<P>& me, typename P::template Atomic<uint32_t>& list) {
+    Waiter& w = waiters_[me.id.value];
+    w.state.store(kQueued);
+    uint32_t head = list.load();
+    do {
+      w.next.store(head);
+    } while (!list.compare_exchange(head, me.id.value + 1));
+  }
+
+  // W2: take every waiter off `list` and wake each once: read its next, then set its state to
+  // kNotQueued (after which it may reuse next), and post its semaphore only if it went to
+  // sleep (kSleeping). A load first: a list nobody waits on costs no RMW (the fast path of the
+  // leader, the releaser and every progress change).
+  void wake_all(typename P::template Atomic<uint32_t>& list) {
+    if (list.load() == kNoWaiter) return;
+    uint32_t cur = list.exchange(kNoWaiter);
+    while (cur != kNoWaiter) {
+      Waiter& w = waiters_[cur - 1];
+      const uint32_t next = w.next.load();
+      if (w.state.exchange(kNotQueued) == kSleeping)
+        procs_[static_cast<int32_t>(cur - 1)].sem.post();
+      cur = next;
+    }
+  }
+
+  // W1: queue on `list`, recheck `woken` (the waker's condition, made true before its
+  // wake_all: if it holds, nobody may come for us, so we empty the list ourselves, waking the
+  // others too, who recheck their own conditions), then wait to be taken off: spin on our own
+  // state word up to `spins` times (a local spin: the waker writes it once), then announce the
+  // sleep with a CAS (kQueued -> kSleeping; it fails if the waker came first) and sleep on the
+  // semaphore (RocksDB's AwaitState: spin, then STATE_LOCKED_WAITING). Posts that are not ours
+  // (an LWLock's stray wake-up) are given back afterwards (LWLock I9). Returns whether it slept.
+  template <class Woken>
+  bool wait_on(Proc<P>& me, typename P::template Atomic<uint32_t>& list, WaitAccount& account,
+               uint32_t spins, Woken woken) {
+    push(me, list);
+    if (woken()) wake_all(list);
+    Waiter& w = waiters_[me.id.value];
+    for (uint32_t i = 0; i < spins && w.state.load() != kNotQueued; ++i) {
+      P::spin_delay();
+      ++account.stats().spins;
+    }
+    uint32_t queued = kQueued;
+    if (!w.state.compare_exchange(queued, kSleeping)) return false;  // taken off meanwhile
+    me.set_wait(WaitEvent::kWalInsert);
+    uint32_t extra = 0;
+    for (;;) {
+      me.sem.wait();
+      if (w.state.load() == kNotQueued) break;
+      ++extra;
+    }
+    me.clear_wait();
+    ++account.stats().sleeps;
+    while (extra-- > 0) me.sem.post();
+    return true;
+  }
+
+  // Until ready(): queue on the list that list_of() names and wait to be woken (W1), spinning
+  // first (Aether's members spin); again after each wake-up that finds ready() still false.
+  // Returns whether it slept.
+  template <class Ready, class ListOf>
+  bool await(Proc<P>& me, Ready ready, ListOf list_of) {
+    if (ready()) return false;
+    WaitAccount account(me);
+    bool slept = false;
+    while (!ready()) slept |= wait_on(me, list_of(), account, kSpinsBeforeSleep, ready);
+    return slept;
+  }
+
+  // C9: a progress word moved while some client advertised: a flusher sleeping on the first
+  // unexposed group may now pass by the scan (PostgreSQL: LWLockUpdateVar and
+  // LWLockReleaseClearVar wake the insertion lock's waiters).
+  void wake_flushers_if_advertised() {
+    if (advertised_.load() > 0) wake_all(progress_waiters_);
+  }
+
+  // W4: a releaser that slept wakes the releasers asleep behind it (groups h, h + 1, ... while
+  // their lists have sleepers), so that they spin again while the chain drains: otherwise a
+  // chain that once fell asleep pays a semaphore wake-up per group, each longer than a spin
+  // phase, and stays asleep (the convoy of delegated_release = false).
+  void wake_sleeping_successors(uint64_t h) {
+    for (uint32_t k = 0; k < ring_size_; ++k, ++h) {
+      auto& list = ring_[h % ring_size_].waiters;
+      if (list.load() == kNoWaiter) return;
+      wake_all(list);
+    }
+  }
+
+  // Until group `group` is exposed (released_ > group): the releaser of group g waits for
+  // g - 1 (delegated_release false), a delegated release for g - R (C8). Woken by expose().
+  bool wait_exposed(Proc<P>& me, uint64_t group) {
+    return await(me, [&] { return released_.load() > group; },
+          [&]() -> auto& { return ring_[group % ring_size_].waiters; });
+  }
 
   static uint32_t ring_size_for(uint32_t procs) {
     uint32_t n = 16;
@@ -366,9 +551,10 @@ class ConsolidationArray {
   }
 
   Membership join(Proc<P>& me, ClientState& c, uint64_t units) {
-    Backoff b(me, WaitEvent::kInsertPosSpin);
-    for (;;) {
-      Slot& s = slots_[active_[c.position].index.load()];
+    for (uint32_t probes = 0;; ++probes) {
+      const uint32_t pos = c.position;
+      const uint64_t index = active_[pos].index.load();
+      Slot& s = slots_[index];
       uint64_t w = s.word.load();
       while (CArrayWord::fits(w, units)) {
         if (!s.word.compare_exchange(w, CArrayWord::joined(w, units))) continue;
@@ -378,18 +564,27 @@ class ConsolidationArray {
         if (CArrayWord::count(w) == 0) {
           lead(me, c, s, m);
         } else {
-          uint64_t base;
-          while ((base = s.base.load()) == kNoBase) b.pause();
-          m.base = base;
-          m.prev = base + CArrayWord::last_off(w) * CArrayWord::kUnit;  // C2
+          // W3: the leader publishes base right after its insertpos_lck_ section.
+          await(me, [&] { return s.base.load() != kNoBase; },
+                [&]() -> auto& { return s.waiters; });
+          m.base = s.base.load();
+          m.prev = m.base + CArrayWord::last_off(w) * CArrayWord::kUnit;  // C2
           m.group = s.group.load();
           m.group_end = s.end.load();
         }
         return m;
       }
-      // Closed or full: try the next active position (Aether probes a few slots).
-      c.position = (c.position + 1) % params_.slots;
-      b.pause();
+      // Closed or full: try the next active position (Aether probes a few slots). After a
+      // whole round of them, wait on this one until it opens, is replaced at its position, or
+      // its group has its base (by then its leader installed a fresh slot): W3.
+      c.position = (pos + 1) % params_.slots;
+      if ((probes + 1) % params_.slots == 0)
+        await(me,
+              [&] {
+                return CArrayWord::fits(s.word.load(), units) || s.base.load() != kNoBase ||
+                       active_[pos].index.load() != index;
+              },
+              [&]() -> auto& { return s.waiters; });
     }
   }
 
@@ -410,10 +605,12 @@ class ConsolidationArray {
     prev_byte_pos_.set(base + CArrayWord::last_off(w) * CArrayWord::kUnit);
     next_group_.set(group + 1);
     insertpos_lck_.release();
+    wake_all(slots_[fresh].waiters);  // W3: probers that found it installed but not yet open
     s.remaining.store(CArrayWord::count(w));
     s.group.store(group);
     s.end.store(end);
     s.base.store(base);  // publish: members may copy
+    wake_all(s.waiters);  // W3
     m.base = base;
     m.prev = prev;
     m.group = group;
@@ -424,8 +621,9 @@ class ConsolidationArray {
   // client beyond the active ones, and a slot is busy only while it is active or some member of
   // its group is still copying.
   uint64_t grab_free_slot(Proc<P>& me, ClientState& c) {
-    Backoff b(me, WaitEvent::kInsertPosSpin);
-    for (uint64_t i = c.grab_hint;; i = (i + 1) % num_slots_) {
+    (void)me;
+    uint64_t i = c.grab_hint;
+    for (uint64_t probes = 1;; ++probes, i = (i + 1) % num_slots_) {
       uint64_t free = 0;
       if (slots_[i].in_use.load() == 0 && slots_[i].in_use.compare_exchange(free, 1)) {
         slots_[i].word.store(CArrayWord::kClosed);
@@ -433,7 +631,7 @@ class ConsolidationArray {
         c.grab_hint = static_cast<uint32_t>((i + 1) % num_slots_);
         return i;
       }
-      if (i + 1 == c.grab_hint + num_slots_) b.pause();
+      if (probes % num_slots_ == 0) P::spin_delay();  // a whole lap: slots free up behind us
     }
   }
 
@@ -454,10 +652,11 @@ class ConsolidationArray {
 
   // Step 5, by the last member of group `group` (progress kIdle, C7).
   void release_group(Proc<P>& me, uint64_t group, uint64_t end_lsn) {
-    Backoff b(me, WaitEvent::kWalInsert);
     if (!params_.delegated_release) {
-      while (released_.load() != group) b.pause();
-      expose(group, end_lsn);
+      const bool slept = group > 0 && wait_exposed(me, group - 1);  // woken by group - 1's (W2)
+      WALBENCH_CHECK(released_.load() == group, "C4");
+      expose(group, end_lsn);  // wakes group + 1's releaser
+      if (slept) wake_sleeping_successors(group + 2);  // W4
       return;
     }
     // C8: the entry is this group's once the group a lap before it is exposed (not merely once
@@ -465,7 +664,7 @@ class ConsolidationArray {
     // took entry 99 while group 99 was still copying; each then waited for the other).
     if (released_.load() + ring_size_ <= group) {
       ++clients_[me.id.value].lap_waits;
-      while (released_.load() + ring_size_ <= group) b.pause();
+      wait_exposed(me, group - ring_size_);
     }
     RingEntry& e = ring_[group % ring_size_];
     WALBENCH_CHECK(e.done.load() == 0, "C8");  // group - R was claimed before it was exposed
@@ -480,6 +679,8 @@ class ConsolidationArray {
   void expose(uint64_t group, uint64_t end_lsn) {
     exposed_.store(end_lsn);
     released_.store(group + 1);
+    wake_all(ring_[group % ring_size_].waiters);  // W2: after released_ (seq_cst store)
+    wake_all(progress_waiters_);                      // W5
   }
 
   // Expose group h if it is recorded and unclaimed, then the ones after it (delegated release).
@@ -509,6 +710,7 @@ class ConsolidationArray {
   }
 
   const ConsolidationArrayParams params_;
+  ProcTable<P>& procs_;
   alignas(128) SpinLock<P> insertpos_lck_;
   typename P::template Shared<uint64_t> curr_byte_pos_{0};
   typename P::template Shared<uint64_t> prev_byte_pos_{kNoPrev};
@@ -521,7 +723,9 @@ class ConsolidationArray {
   alignas(128) typename P::template Atomic<uint64_t> exposed_{0};
   typename P::template Atomic<uint64_t> released_{0};
   alignas(128) typename P::template Atomic<uint64_t> advertised_{0};
+  alignas(128) typename P::template Atomic<uint32_t> progress_waiters_{kNoWaiter};  // W5
   std::unique_ptr<Progress[]> progress_;
+  std::unique_ptr<Waiter[]> waiters_;
   std::vector<ClientState> clients_;
 };
 
