@@ -70,6 +70,18 @@ inline std::vector<Variant> all_variants() {
   return v;
 }
 
+// Drives a self-driving (simulated) cell for `seconds` of virtual time from its start, no
+// warm-up, no progress lines; the run must not fail.
+inline DrivenRun drive_from_start(CellRun& cell, RunControl& ctl, RunSpec rs, double seconds) {
+  rs.warmup_s = 0;
+  rs.duration_s = seconds;
+  rs.progress_interval_s = 0;
+  DrivenRun d = cell.drive(ctl, rs);
+  INFO("drive: " << d.error);
+  REQUIRE(d.error.empty());
+  return d;
+}
+
 struct Outcome {
   DrivenRun driven;  // simulated platform: what drive() observed
   uint64_t txns = 0;
@@ -87,15 +99,7 @@ inline Outcome run_cell(const CellSpec& spec, double seconds) {
   ctl.measuring = true;  // counters over the whole run (on the sim, drive() opens it at 0)
   Outcome o;
   if (cell->drives_itself()) {
-    // Simulated platform: `seconds` of virtual time, no warm-up.
-    RunSpec rs = spec.run;
-    rs.warmup_s = 0;
-    rs.duration_s = seconds;
-    rs.progress_interval_s = 0;
-    const DrivenRun d = cell->drive(ctl, rs);
-    INFO("drive: " << d.error);
-    REQUIRE(d.error.empty());
-    o.driven = d;
+    o.driven = drive_from_start(*cell, ctl, spec.run, seconds);  // simulated platform
   } else {
     std::vector<std::thread> threads;
     for (uint32_t i = 0; i < spec.clients; ++i)

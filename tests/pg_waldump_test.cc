@@ -42,6 +42,7 @@
 #include "core/cell/cell.h"
 #include "core/cell/spec.h"
 #include "strategies/strategy.h"
+#include "tests/conformance.h"
 #include "tests/temp_dir.h"
 
 using namespace walbench;
@@ -286,13 +287,7 @@ Tallies run_and_check(const CellSpec& spec, double seconds) {
   RunControl ctl(spec.clients);
   ctl.measuring = true;
   if (cell->drives_itself()) {
-    RunSpec rs = spec.run;
-    rs.warmup_s = 0;
-    rs.duration_s = seconds;
-    rs.progress_interval_s = 0;
-    const DrivenRun d = cell->drive(ctl, rs);
-    INFO("drive: " << d.error);
-    REQUIRE(d.error.empty());
+    conformance::drive_from_start(*cell, ctl, spec.run, seconds);
   } else {
     std::vector<std::thread> threads;
     for (uint32_t i = 0; i < spec.clients; ++i)
