@@ -171,6 +171,12 @@
 //      group: with many committers every exposure would wake them all (tried: at 256 clients
 //      the exposer of a chain of 80 groups posted ~247 sleepers per group and throughput fell
 //      to 3.5k tps).
+//   W6 A releaser waiting for its predecessor's release (delegated_release false) spins only
+//      kReleaseSpinsBeforeSleep (RocksDB's AwaitState: 200 PAUSE loops) before it sleeps: its
+//      wait is a whole chain of releases, and with more clients than hardware threads a longer
+//      spin holds the CPU its predecessors need (hazard d). Members (a leader's short lock
+//      section) and delegated lap waits keep kSpinsBeforeSleep: with 200 the delegated
+//      default lost a quarter at 256-1024 clients with asynchronous commit (848k -> 636k).
 //
 // Insert
 //   1-2 progress := joining(slot, offset); join the slot (CAS), trying the next active
@@ -183,7 +189,7 @@
 //   exposed_ >= upto: return it. Else read CurrBytePos and the group count under insertpos_lck_,
 //   clamp upto; loop: exposed_ >= upto: return it; if advertised_ > 0, scan progress_ (C6);
 //   sleep on the target group's list (W5), or on the lowest client's progress list (C10).
-// Wake paths (W1-W5): every wait sleeps on a wait list after its spin budget and is woken by
+// Wake paths (W1-W6): every wait sleeps on a wait list after its spin budget and is woken by
 //   the client that makes its condition true: the leader (base), the exposer of a group
 //   (releasers of the next group, delegated lap waits, waits for insertions), a client whose
 //   progress word changes (the evicting inserters waiting on it, C9).
@@ -206,12 +212,13 @@
 //   (a) delegated_release = false: releasers polled released_; once asleep, each group's
 //   exposure waited for its releaser's next wake-up (64 vCPU, 16 B, no transactions: 17k tps
 //   at 16-64 clients against insert_locks's 2.6-3.4M). Now 2.2-2.4M at 8-64 clients (W2, W4).
-//   Hazard (open, delegated_release = false only): with more clients than hardware threads the
-//   chain of releasers still convoys: releasers spinning for their turn hold the CPUs that the
-//   releasers before them, woken but not running, need (64 vCPU, 16 B, sync commit: 256
-//   clients fall from ~300k tps to under 10k after 0.07 virtual s; 1024 clients within 10 ms).
-//   Fixing it needs a spin that knows whether the predecessor runs (an adaptive mutex's owner
-//   check); delegated_release = true (the default, Aether's design) has no such chain.
+//   (d) delegated_release = false with more clients than hardware threads: releasers spinning
+//   1000 PAUSE loops for their turn held the CPUs that the releasers before them, woken but
+//   not running, needed (64 vCPU, 16 B, sync commit: 256 clients 4.8k tps against the
+//   delegated release's 400k; WAL only 17.8k against 1.11M). W6: 403k and 1.07M. Cost: at
+//   exactly one client per hardware thread (64 clients, 16 B, async commit) 1.03M -> 706k
+//   (delegated 944k), and 480 vCPU, 256 clients, 1 KiB, WAL only stays at 129k (delegated
+//   292k). An adaptive spin that knows whether the predecessor runs could recover both.
 // Lock order: only insertpos_lck_, never held while waiting. Copy may take WALBufMappingLock /
 //   WALWriteLock through Wal::get_buffer, with progress advertised first.
 // Departures: the flushers' view is one exposed pointer plus the per-client progress escape
@@ -285,6 +292,9 @@ class ConsolidationArray {
   static constexpr uint64_t kNoBase = ~uint64_t{0};
   static constexpr uint64_t kNoPrev = ~uint64_t{0};
   static constexpr uint32_t kSpinsBeforeSleep = 1000;
+  // W6: a releaser waiting for its predecessor's release (delegated_release false) spins
+  // RocksDB's AwaitState budget (200 PAUSE loops) before it sleeps.
+  static constexpr uint32_t kReleaseSpinsBeforeSleep = 200;
   static constexpr uint32_t kNoWaiter = 0;  // an empty wait list; else procno + 1
 
   ConsolidationArray(ProcTable<P>& procs, const ConsolidationArrayParams& params)
@@ -559,11 +569,11 @@ class ConsolidationArray {
   // first (Aether's members spin); again after each wake-up that finds ready() still false.
   // Returns whether it slept.
   template <class Ready, class ListOf>
-  bool await(Proc<P>& me, Ready ready, ListOf list_of) {
+  bool await(Proc<P>& me, Ready ready, ListOf list_of, uint32_t spins = kSpinsBeforeSleep) {
     if (ready()) return false;
     WaitAccount account(me);
     bool slept = false;
-    while (!ready()) slept |= wait_on(me, list_of(), account, kSpinsBeforeSleep, ready);
+    while (!ready()) slept |= wait_on(me, list_of(), account, spins, ready);
     return slept;
   }
 
@@ -589,9 +599,9 @@ class ConsolidationArray {
 
   // Until group `group` is exposed (released_ > group): the releaser of group g waits for
   // g - 1 (delegated_release false), a delegated release for g - R (C8). Woken by expose().
-  bool wait_exposed(Proc<P>& me, uint64_t group) {
+  bool wait_exposed(Proc<P>& me, uint64_t group, uint32_t spins) {
     return await(me, [&] { return released_.load() > group; },
-          [&]() -> auto& { return ring_[group % ring_size_].waiters; });
+                 [&]() -> auto& { return ring_[group % ring_size_].waiters; }, spins);
   }
 
   static uint32_t ring_size_for(uint32_t procs) {
@@ -712,7 +722,8 @@ class ConsolidationArray {
   // Step 5, by the last member of group `group` (progress kIdle, C7).
   void release_group(Proc<P>& me, uint64_t group, uint64_t end_lsn) {
     if (!params_.delegated_release) {
-      const bool slept = group > 0 && wait_exposed(me, group - 1);  // woken by group - 1's (W2)
+      // Woken by group - 1's releaser (W2); a short spin (W6).
+      const bool slept = group > 0 && wait_exposed(me, group - 1, kReleaseSpinsBeforeSleep);
       WALBENCH_CHECK(released_.load() == group, "C4");
       expose(group, end_lsn);  // wakes group + 1's releaser
       if (slept) wake_sleeping_successors(group + 2);  // W4
@@ -723,7 +734,7 @@ class ConsolidationArray {
     // took entry 99 while group 99 was still copying; each then waited for the other).
     if (released_.load() + ring_size_ <= group) {
       ++clients_[me.id.value].lap_waits;
-      wait_exposed(me, group - ring_size_);
+      wait_exposed(me, group - ring_size_, kSpinsBeforeSleep);
     }
     RingEntry& e = ring_[group % ring_size_];
     WALBENCH_CHECK(e.done.load() == 0, "C8");  // group - R was claimed before it was exposed
