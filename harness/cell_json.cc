@@ -9,6 +9,7 @@
 #include "core/platform/sim.h"
 #include "harness/config.h"
 #include "harness/measure.h"
+#include "harness/postgres_config.h"
 
 namespace walbench {
 
@@ -24,6 +25,12 @@ json to_json(const PlatformSpec& p) {
     if (p.sim.contains("preset_file")) j["preset_file"] = p.sim["preset_file"];
     j["sim"] = SimConfig::from_json(machine, "/platform").to_json();
   }
+  if (p.kind == "postgres")
+    j["postgres"] = {{"bindir", resolve_bindir(p.postgres)},
+                     {"dsn", p.postgres.dsn},
+                     {"max_connections", p.postgres.max_connections},
+                     {"shared_buffers", p.postgres.shared_buffers},
+                     {"wal_dir", p.postgres.wal_dir}};
   return j;
 }
 

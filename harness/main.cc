@@ -57,6 +57,9 @@ constexpr const char* kDescription =
 constexpr const char* kFooter =
     "Examples:\n"
     "  walbench list strategies                  strategies and their parameters\n"
+    "  walbench list platforms                   threads, sim, postgres (a real PostgreSQL:\n"
+    "                                            throwaway cluster run as user walbench or\n"
+    "                                            nobody when root, or dsn) and their keys\n"
     "  walbench validate configs/quick.json      check a config and count its cells\n"
     "  walbench run configs/quick.json           run it; writes results/<date>-<host>-quick.json\n"
     "  walbench run configs/insert-locks.json --set run.duration_s=120 -o long.json\n"
