@@ -89,6 +89,9 @@ TEST_CASE("a throwaway cluster starts, answers and leaves nothing behind", "[pos
     postmaster = server.postmaster_pid();
     CHECK(process_alive(postmaster));
     CHECK(server.os_user().uid != 0);
+    // A terminal's Ctrl-C goes to walbench's process group, not to the server's.
+    CHECK(::getpgid(postmaster) != ::getpgrp());
+    CHECK(::getsid(postmaster) != ::getsid(0));
     CHECK_FALSE(processes_in(data).empty());
     CHECK(query_value(server.conninfo(), "SHOW wal_buffers") == "4MB");
     CHECK(query_value(server.conninfo(), "SHOW synchronous_commit") == "off");
