@@ -64,7 +64,10 @@ json to_json(const WorkloadSpec& w) {
           {"transactional", w.transactional},
           {"client_overhead_us", w.client_overhead_us},
           {"client_overhead_jitter", w.client_overhead_jitter},
-          {"payload_ns_per_byte", w.payload_ns_per_byte}};
+          {"payload_ns_per_byte", w.payload_ns_per_byte},
+          {"full_page_writes", w.full_page_writes},
+          {"checkpoint_timeout_s", w.checkpoint_timeout_s},
+          {"scale", w.scale}};
 }
 
 json to_json(const RunSpec& r) {
@@ -121,6 +124,8 @@ ojson config_of_cell(const json& cell, const std::string& where) {
   }
   ojson workload = ojson(cell["workload"]);
   workload.erase("record_size_label");
+  // Cells written before full-page images were modelled ran without them.
+  if (!workload.contains("full_page_writes")) workload["full_page_writes"] = false;
   ojson clog = ojson(cell["clog"]);
   clog["strategy"] = ojson{{"name", cell["clog"]["strategy"]}, {"params", cell["clog"]["params"]}};
   clog.erase("params");

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 
 namespace walbench {
 

@@ -1,6 +1,6 @@
 // Config loading and its errors. configs/README.md is the user-facing reference for every key
 // the parser handles; keep the two in step (and both in step with the defaults in
-// harness/spec.h).
+// core/cell/spec.h).
 //
 // Flow: load_config_file() parses (syntax, duplicate keys) -> apply_override() edits the JSON
 // (config_override.cc) -> parse_plan() validates every key once, at its JSON path, into a Plan

@@ -3,7 +3,7 @@
 // A config (configs/README.md is the reference for every key) holds the top-level sections
 // `platform`, `wal`, `commit`, `workload`, `run`, a default `strategy`, and a `matrix` whose
 // list-valued entries expand as a cartesian product. Resolution of one cell, lowest priority
-// first: the defaults in harness/spec.h, the top-level sections, the matrix values.
+// first: the defaults in core/cell/spec.h, the top-level sections, the matrix values.
 //
 // Matrix keys: `strategy` (strategy variants), `variants` (override variants), `clients`,
 // SECTION.KEY, platform.<simulator parameter> (a sim platform's machine, resolved again per
@@ -36,7 +36,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 
 namespace walbench {
 

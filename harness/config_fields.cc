@@ -1,6 +1,6 @@
 // The schema of a config: the fields of the top-level sections (one FieldDef each), the
 // strategy variants and their parameters, the CLOG strategy. NB: must match the structs in
-// harness/spec.h and the tables in configs/README.md.
+// core/cell/spec.h and the tables in configs/README.md.
 #include "harness/config_internal.h"
 
 #include <algorithm>
@@ -49,7 +49,7 @@ std::string want_absolute_path(const OJson& v, const Where& w) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// The fields of the top-level sections. NB: must match the structs in harness/spec.h and the
+// The fields of the top-level sections. NB: must match the structs in core/cell/spec.h and the
 // tables in configs/README.md.
 
 const std::vector<FieldDef>& field_defs() {
@@ -132,7 +132,7 @@ const std::vector<FieldDef>& field_defs() {
        }},
       {"workload", "name",
        [](CellSpec& c, const OJson& v, const Where& w) {
-         // NB: must match parse_workload in harness/wal_cell.h and harness/list.cc.
+         // NB: must match parse_workload in core/cell/wal_cell.h and harness/list.cc.
          c.workload.name =
              want_string(v, w, {"emit_message", "simple_update", "tpcb_like", "savepoints"});
        }},
@@ -153,6 +153,18 @@ const std::vector<FieldDef>& field_defs() {
       {"workload", "client_overhead_jitter",
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.workload.client_overhead_jitter = want_number(v, w, 0, false, 1);
+       }},
+      {"workload", "full_page_writes",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.workload.full_page_writes = want_bool(v, w);
+       }},
+      {"workload", "checkpoint_timeout_s",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.workload.checkpoint_timeout_s = want_number(v, w, 0, true, 86400);
+       }},
+      {"workload", "scale",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.workload.scale = static_cast<uint32_t>(want_int(v, w, 1, 100000));
        }},
       {"clog", "strategy",
        [](CellSpec& c, const OJson& v, const Where& w) { parse_clog_strategy(c.clog, v, w); }},

@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/config.h"
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 
 namespace walbench {
 struct StrategyInfo;

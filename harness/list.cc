@@ -16,8 +16,8 @@
 #include "harness/config.h"
 #include "harness/provenance.h"
 #include "harness/runner.h"  // kWalbenchVersion
+#include "core/cell/spec.h"
 #include "harness/postgres_config.h"
-#include "harness/spec.h"
 #include "strategies/strategy.h"
 
 
@@ -160,13 +160,27 @@ std::vector<Entry> workload_entries() {
       {"client_overhead_us", "number", fmt_num(d.client_overhead_us), "0..10000000",
        "per-statement work outside any lock"},
       jitter_row};
+  // pgbench workloads: full-page images after checkpoints (core/cell/full_page_images.h).
+  std::vector<Row> pgbench_rows = overhead_rows;
+  pgbench_rows.push_back(
+      {"full_page_writes", "bool", b(d.full_page_writes), "true | false",
+       "PostgreSQL's full_page_writes: the first modification of a page after a checkpoint "
+       "carries the page (8 KiB minus its hole); probability from table size, rate and "
+       "checkpoint_timeout_s, averaged over the checkpoint cycle; off by default (PostgreSQL's "
+       "is on): checkpoints requested by WAL volume are not modelled"});
+  pgbench_rows.push_back({"checkpoint_timeout_s", "number", fmt_num(d.checkpoint_timeout_s),
+                          "0..86400 (exclusive 0)",
+                          "seconds between checkpoints (PostgreSQL's checkpoint_timeout)"});
+  pgbench_rows.push_back({"scale", "integer", std::to_string(d.scale), "1..100000",
+                          "pgbench's scale factor: 100000 accounts rows, 10 tellers and 1 "
+                          "branch per unit (the tables whose pages are imaged)"});
   return {
       {"emit_message",
        "PostgreSQL's SELECT pg_logical_emit_message(true, 'test', repeat('0', N)), one statement "
        "per transaction (the benchmark of the 2023 WAL insertion lock thread)",
-       "one LogicalMessage record of 55+N bytes (N <= 226) or 58+N bytes, then, when "
-       "transactional, a 34-byte commit record, a flush (if commit.synchronous_commit) and the "
-       "CLOG update",
+       "one LogicalMessage record of 55+N bytes (N <= 226) or 58+N bytes (N below 10 counts as "
+       "10: the message carries walbench's tag), then, when transactional, a 44-byte commit record (PG 15's 34 + "
+       "the tag), a flush (if commit.synchronous_commit) and the CLOG update",
        {
            {"record_size", "size", d.record_size.label(),
             "1..1073741824, or a distribution object",
@@ -187,25 +201,29 @@ std::vector<Entry> workload_entries() {
        }},
       {"simple_update",
        "pgbench -N (simple-update) in WAL terms, PostgreSQL 15 record sizes (PROTOCOLS.md "
-       "section 7): 5 statements, mean 278 B/txn (measured 277)",
+       "section 7): 5 statements, mean 278 B/txn in PG 15 (measured 277), 288 here "
+       "(the commit's tag), 298 MAXALIGNed as results count it",
        "BEGIN; UPDATE pgbench_accounts: Heap2/PRUNE 68 B (p 0.6), then Heap/HOT_UPDATE 72 B or "
        "(p 0.3) Heap/UPDATE 180 B + Btree/INSERT_LEAF 64 B; SELECT; INSERT INTO pgbench_history: "
-       "Heap/INSERT 80 B; END: COMMIT 34 B, flush (synchronous_commit), CLOG update",
-       overhead_rows},
+       "Heap/INSERT 80 B; END: COMMIT 34 B + 10 B tag, flush (synchronous_commit), CLOG update",
+       pgbench_rows},
       {"tpcb_like",
        "pgbench's default TPC-B-like script in WAL terms, PostgreSQL 15 record sizes "
-       "(PROTOCOLS.md section 7): 7 statements, mean 434 B/txn (measured 434)",
+       "(PROTOCOLS.md section 7): 7 statements, mean 434 B/txn in PG 15 (measured 434), 444 here, "
+       "459 MAXALIGNed as results count it",
        "BEGIN; UPDATE pgbench_accounts (as simple_update); SELECT; UPDATE pgbench_tellers: "
        "Heap/HOT_UPDATE 72 B; UPDATE pgbench_branches: Heap/LOCK 59 B (p 0.2) + Heap/HOT_UPDATE "
-       "72 B; INSERT INTO pgbench_history: Heap/INSERT 80 B; END: COMMIT 34 B, flush, CLOG",
-       overhead_rows},
+       "72 B; INSERT INTO pgbench_history: Heap/INSERT 80 B; END: COMMIT 34 B + 10 B tag, flush, "
+       "CLOG",
+       pgbench_rows},
       {"savepoints",
        "the SELECT ... FOR UPDATE script with three savepoints (subtransactions in CLOG; "
        "thread \"Speed up Clog Access by increasing CLOG buffers\", Kapila 2015-17)",
        "BEGIN; SELECT ... FOR UPDATE: top-level xid, Heap/LOCK 59 B; 3 x (SAVEPOINT; SELECT ... "
-       "FOR UPDATE: a subtransaction xid, Heap/LOCK 59 B); END: COMMIT 54 B (3 subxacts), "
-       "flush, the tree's status set with the parent's (<= 5 subxids: group path); 290 B/txn",
-       overhead_rows},
+       "FOR UPDATE: a subtransaction xid, Heap/LOCK 59 B); END: COMMIT 54 B (3 subxacts) + 10 B "
+       "tag, flush, the tree's status set with the parent's (<= 5 subxids: group path); 290 "
+       "B/txn in PG 15, 300 here, 320 MAXALIGNed",
+       pgbench_rows},
   };
 }
 

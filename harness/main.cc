@@ -52,7 +52,9 @@ constexpr const char* kDescription =
     "client counts, on real threads or on a deterministic simulated many-core machine\n"
     "(platform \"sim\"), verifies that the WAL each run produced is intact, and writes result\n"
     "JSON that `walbench report` turns into pgsql-hackers-style tables and `walbench compare\n"
-    "--reference` holds against a published table.\n";
+    "--reference` holds against a published table. The WAL is PostgreSQL 15's format: with\n"
+    "wal.storage \"file\", PG 15's pg_waldump reads it (README \"pg_waldump reads walbench's\n"
+    "WAL\").\n";
 
 constexpr const char* kFooter =
     "Examples:\n"

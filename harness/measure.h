@@ -1,6 +1,7 @@
 // The measurement math of a result file (harness/RESULTS.md "How the numbers are made"): order
 // statistics and the confidence interval of a median, latency summaries from Boost.Histogram,
-// differences of counter snapshots (the timed window), and progress-line latency.
+// and the progress line. The window's own counting (counter snapshots' differences, progress
+// points), which the cell drivers do too, is in core/cell/window.h.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/cell.h"
+#include "core/cell/cell.h"
+#include "core/cell/window.h"  // counter_delta, ProgressMeter, progress_step_s
 
 namespace walbench {
 
@@ -41,37 +43,6 @@ struct LatencySummaryMs {
 // Merges the clients' window histograms and sums: mean and population stddev (as pgbench) from
 // the sums, percentiles from the merged histogram.
 LatencySummaryMs summarize_latency(const std::vector<ClientCounters>& counters);
-
-// Keys of a model_stats() / simulator-counter object that are levels or names, not counts: a
-// window keeps their value at its end instead of a difference.
-bool is_gauge_key(const std::string& key);
-// end - start, member by member (objects recursively): what the counters counted between two
-// snapshots. Unsigned integers stay integers; gauges (is_gauge_key) and strings keep `end`'s
-// value; a member missing from `start` counts from 0.
-nlohmann::json counter_delta(const nlohmann::json& end, const nlohmann::json& start);
-
-// One progress line: throughput over the interval and the mean and population stddev of the
-// latencies of the transactions that ended in it (NaN, written as null and printed "n/a", when
-// none did).
-struct ProgressPoint {
-  double tps = 0, lat_ms = 0, stddev_ms = 0;
-};
-// Differences the clients' txns and all_lat_* counters from one progress point to the next.
-// Used by the thread monitor and by the simulated platform's drive() alike.
-class ProgressMeter {
- public:
-  explicit ProgressMeter(uint32_t clients) : last_txns_(clients, 0), last_(clients) {}
-  ProgressPoint point(const std::vector<ClientCounters>& counters, double interval_s);
-
- private:
-  std::vector<uint64_t> last_txns_;
-  std::vector<LatencySums> last_;
-};
-
-// The interval of the progress points of a repetition: run.progress_interval_s, or, when that is
-// 0 (no lines printed), 1/20 of warm-up + window, so that the trust warnings (trend, warm-up)
-// always have points to look at.
-double progress_step_s(const RunSpec& rs);
 
 // "progress: 5.0 s, 103575.2 tps, lat 0.309 ms stddev 0.071" ("lat n/a" without transactions)
 std::string format_progress_line(double t_s, double tps, double lat_ms, double stddev_ms);

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 
 namespace walbench {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 
 namespace walbench {
 

@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/cell.h"
+#include "core/cell/cell.h"
 #include "harness/cell_json.h"
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 #include "harness/trace.h"
 
 namespace walbench {

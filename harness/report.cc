@@ -410,6 +410,13 @@ std::string setup_line_measuring(const json& cell, const json& matrix_rest, cons
   if (jitter > 0) attrs.push_back(absl::StrFormat("client_overhead_jitter=%g", jitter));
   const double per_byte = get_or<double>(w, "payload_ns_per_byte", 0.0);
   if (per_byte > 0) attrs.push_back(absl::StrFormat("payload_ns_per_byte=%g", per_byte));
+  // pgbench workloads' full-page images (a cell written without the key ran without them).
+  if (get_or<std::string>(w, "name", "") != "emit_message" && w.contains("full_page_writes"))
+    attrs.push_back(get_or<bool>(w, "full_page_writes", false)
+                        ? absl::StrFormat("full_page_writes=on, scale=%d, checkpoint_timeout_s=%g",
+                                          get_or<int>(w, "scale", 1),
+                                          get_or<double>(w, "checkpoint_timeout_s", 300.0))
+                        : std::string("full_page_writes=off"));
   std::string s = "workload " + get_or<std::string>(w, "name", "?") + " (";
   for (size_t i = 0; i < attrs.size(); ++i) s += (i ? ", " : "") + attrs[i];
   s += ")";

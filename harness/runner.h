@@ -39,11 +39,11 @@
 
 #include "core/proc.h"
 #include "harness/atomic_file.h"
-#include "harness/cell.h"
+#include "core/cell/cell.h"
 #include "harness/cell_json.h"
 #include "harness/measure.h"
 #include "harness/provenance.h"
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 #include "harness/trace.h"
 
 namespace walbench {

@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
 # Installs walbench's build dependencies from Debian 12 packages when they are missing.
-# Usage: scripts/setup.sh            (as root, or with sudo available)
+# Usage: scripts/setup.sh                  (as root, or with sudo available)
+#        scripts/setup.sh --with-postgres  also PostgreSQL 15 (postgresql-15): pg_waldump for the
+#                                          pg_waldump test (tests/pg_waldump_test.cc)
 set -euo pipefail
+
+with_postgres=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-postgres) with_postgres=1 ;;
+    *) echo "setup: unknown option $arg (expected --with-postgres)" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -9,6 +19,9 @@ packages=(
   python3-matplotlib python3-scipy parallel
   libpq-dev
 )
+if [ "$with_postgres" -eq 1 ]; then
+  packages+=(postgresql-15)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -2,6 +2,9 @@
 // time: the choice is one switch per commit (never per record), so a WalCell is instantiated
 // once per (platform, insertion strategy) whatever the CLOG strategy.
 //
+// strategies/make_cell.h passes ClogChoice<P> to WalCell as its CLOG (NB: must satisfy
+// CellClog, core/cell/wal_cell.h), so the cell driver in core/ needs no CLOG strategy.
+//
 // Adding a CLOG strategy: a folder strategies/<name>/ with the protocol block, an entry in
 // clog_strategies() (strategies/registry.cc), and a case here.
 #pragma once
@@ -16,7 +19,7 @@
 
 #include "core/clog/clog.h"
 #include "core/proc.h"
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 #include "strategies/clog_exclusive/clog_exclusive.h"
 #include "strategies/clog_group_update/clog_group_update.h"
 

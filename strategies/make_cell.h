@@ -8,6 +8,8 @@
 // Each combination instantiates the strategy and WalCell once more per base (compile time).
 // Buffer initialisation (wal.buffer_init) is a runtime choice of the Wal: it travels as the
 // first of the arguments WalCell forwards to the Wal constructor (core/wal/wal.h).
+// The CLOG strategy (clog.strategy) is a runtime choice too: WalCell's CLOG is ClogChoice
+// (strategies/clog_choice.h), a switch per commit, so core/cell/ needs no strategy.
 #pragma once
 
 #include <memory>
@@ -18,9 +20,10 @@
 #include "core/platform/sim.h"
 #include "core/platform/threads.h"
 #include "core/wal/wal.h"
-#include "harness/cell.h"
-#include "harness/spec.h"
-#include "harness/wal_cell.h"
+#include "core/cell/cell.h"
+#include "core/cell/spec.h"
+#include "core/cell/wal_cell.h"
+#include "strategies/clog_choice.h"
 
 namespace walbench {
 
@@ -29,9 +32,8 @@ namespace make_cell_detail {
 template <class P, template <class> class Strategy, class... Args>
 std::unique_ptr<CellRun> make_on(const CellSpec& spec, uint64_t seed, bool private_streams,
                                  const Args&... strategy_args) {
-  return std::make_unique<WalCell<P, Strategy<P>>>(spec, seed, private_streams,
-                                                   parse_buffer_init(spec.wal.buffer_init),
-                                                   strategy_args...);
+  return std::make_unique<WalCell<P, Strategy<P>, ClogChoice<P>>>(
+      spec, seed, private_streams, parse_buffer_init(spec.wal.buffer_init), strategy_args...);
 }
 
 // NB: the choices must match harness/config.cc (platform.atomics / platform.spinlocks).

@@ -4,6 +4,7 @@
 
 #include "strategies/clog_exclusive/clog_exclusive.h"
 #include "strategies/clog_group_update/clog_group_update.h"
+#include "strategies/consolidation_array/consolidation_array.h"
 #include "strategies/ideal/ideal.h"
 #include "strategies/insert_locks/insert_locks.h"
 #include "strategies/link_buf/link_buf.h"
@@ -22,6 +23,7 @@ const std::vector<StrategyInfo>& strategies() {
       link_buf_info(),
       per_client_progress_info(),
       write_group_info(),
+      consolidation_array_info(),
       ideal_info(),
   };
   return list;

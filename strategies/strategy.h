@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/cell.h"
+#include "core/cell/cell.h"
 
 namespace walbench {
 

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "harness/cell.h"
-#include "harness/spec.h"
+#include "core/cell/cell.h"
+#include "core/cell/spec.h"
 #include "strategies/strategy.h"
 
 namespace walbench::conformance {
@@ -59,11 +59,27 @@ inline std::vector<Variant> all_variants() {
       // no yield phase (spin, then block at once), and the fixed (non-adaptive) yield phase
       v.push_back({s.name, {{"copy", "parallel"}, {"max_yield_us", 0}, {"spin_count", 0}}});
       v.push_back({s.name, {{"adaptive_yield", false}}});
+    } else if (s.name == "consolidation_array") {
+      for (int n : {1, 3})
+        for (bool delegated : {false, true})
+          v.push_back({s.name, {{"slots", n}, {"delegated_release", delegated}}});
     } else {
       v.push_back({s.name, nlohmann::json::object()});
     }
   }
   return v;
+}
+
+// Drives a self-driving (simulated) cell for `seconds` of virtual time from its start, no
+// warm-up, no progress lines; the run must not fail.
+inline DrivenRun drive_from_start(CellRun& cell, RunControl& ctl, RunSpec rs, double seconds) {
+  rs.warmup_s = 0;
+  rs.duration_s = seconds;
+  rs.progress_interval_s = 0;
+  DrivenRun d = cell.drive(ctl, rs);
+  INFO("drive: " << d.error);
+  REQUIRE(d.error.empty());
+  return d;
 }
 
 struct Outcome {
@@ -83,15 +99,7 @@ inline Outcome run_cell(const CellSpec& spec, double seconds) {
   ctl.measuring = true;  // counters over the whole run (on the sim, drive() opens it at 0)
   Outcome o;
   if (cell->drives_itself()) {
-    // Simulated platform: `seconds` of virtual time, no warm-up.
-    RunSpec rs = spec.run;
-    rs.warmup_s = 0;
-    rs.duration_s = seconds;
-    rs.progress_interval_s = 0;
-    const DrivenRun d = cell->drive(ctl, rs);
-    INFO("drive: " << d.error);
-    REQUIRE(d.error.empty());
-    o.driven = d;
+    o.driven = drive_from_start(*cell, ctl, spec.run, seconds);  // simulated platform
   } else {
     std::vector<std::thread> threads;
     for (uint32_t i = 0; i < spec.clients; ++i)

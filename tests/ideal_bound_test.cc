@@ -50,6 +50,7 @@ std::vector<Contender> contenders() {
       {"lockfree_reserve", "lockfree_reserve", nlohmann::json::object()},
       {"link_buf", "link_buf", nlohmann::json::object()},
       {"link_buf_waiter", "link_buf", {{"tail_advancer", "waiter"}}},
+      {"consolidation_array", "consolidation_array", nlohmann::json::object()},
       {"insert_locks_buffer_init_lockfree", "insert_locks", nlohmann::json::object(), "lockfree"},
       {"write_group_leader", "write_group", {{"copy", "leader"}}},
       {"write_group_parallel", "write_group", {{"copy", "parallel"}}},

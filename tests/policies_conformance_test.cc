@@ -19,7 +19,8 @@
 
 #include "core/platform/emulated.h"
 #include "core/platform/threads.h"
-#include "harness/wal_cell.h"
+#include "core/cell/wal_cell.h"
+#include "strategies/clog_choice.h"
 #include "strategies/single_lock/single_lock.h"
 #include "tests/conformance.h"
 
@@ -148,10 +149,10 @@ TEST_CASE("platform policies instantiate the emulated platforms", "[conformance]
   using EA = EmulatedPlatform<T, true, false>;
   using ES = EmulatedPlatform<T, false, true>;
   using EB = EmulatedPlatform<T, true, true>;
-  CHECK(dynamic_cast<WalCell<T, SingleLock<T>>*>(make("native", "native").get()) != nullptr);
-  CHECK(dynamic_cast<WalCell<EA, SingleLock<EA>>*>(make("emulated", "native").get()) != nullptr);
-  CHECK(dynamic_cast<WalCell<ES, SingleLock<ES>>*>(make("native", "semaphore").get()) != nullptr);
-  CHECK(dynamic_cast<WalCell<EB, SingleLock<EB>>*>(make("emulated", "semaphore").get()) != nullptr);
+  CHECK(dynamic_cast<WalCell<T, SingleLock<T>, ClogChoice<T>>*>(make("native", "native").get()) != nullptr);
+  CHECK(dynamic_cast<WalCell<EA, SingleLock<EA>, ClogChoice<EA>>*>(make("emulated", "native").get()) != nullptr);
+  CHECK(dynamic_cast<WalCell<ES, SingleLock<ES>, ClogChoice<ES>>*>(make("native", "semaphore").get()) != nullptr);
+  CHECK(dynamic_cast<WalCell<EB, SingleLock<EB>, ClogChoice<EB>>*>(make("emulated", "semaphore").get()) != nullptr);
   // The same four on the simulated platform (which used to refuse emulation).
   auto make_sim = [&](const char* a, const char* s) {
     CellSpec spec = stress_spec(v);
@@ -164,10 +165,10 @@ TEST_CASE("platform policies instantiate the emulated platforms", "[conformance]
   using SA = EmulatedPlatform<S, true, false>;
   using SS = EmulatedPlatform<S, false, true>;
   using SB = EmulatedPlatform<S, true, true>;
-  CHECK(dynamic_cast<WalCell<S, SingleLock<S>>*>(make_sim("native", "native").get()) != nullptr);
-  CHECK(dynamic_cast<WalCell<SA, SingleLock<SA>>*>(make_sim("emulated", "native").get()) != nullptr);
-  CHECK(dynamic_cast<WalCell<SS, SingleLock<SS>>*>(make_sim("native", "semaphore").get()) != nullptr);
-  CHECK(dynamic_cast<WalCell<SB, SingleLock<SB>>*>(make_sim("emulated", "semaphore").get()) != nullptr);
+  CHECK(dynamic_cast<WalCell<S, SingleLock<S>, ClogChoice<S>>*>(make_sim("native", "native").get()) != nullptr);
+  CHECK(dynamic_cast<WalCell<SA, SingleLock<SA>, ClogChoice<SA>>*>(make_sim("emulated", "native").get()) != nullptr);
+  CHECK(dynamic_cast<WalCell<SS, SingleLock<SS>, ClogChoice<SS>>*>(make_sim("native", "semaphore").get()) != nullptr);
+  CHECK(dynamic_cast<WalCell<SB, SingleLock<SB>, ClogChoice<SB>>*>(make_sim("emulated", "semaphore").get()) != nullptr);
   CHECK(make_sim("emulated", "semaphore")->drives_itself());
   CHECK_THROWS_WITH(make("fallback", "native"), Catch::Contains("platform.atomics"));
   CHECK_THROWS_WITH(make("native", "sema"), Catch::Contains("platform.spinlocks"));

@@ -492,6 +492,7 @@ struct EmulatedPlatform {
   static void sleep_ns(uint64_t ns) { Base::sleep_ns(ns); }
   static void spin_delay() { Base::spin_delay(); }  // pg_spin_delay(): still PAUSE
   static void memory_barrier() { Base::memory_barrier(); }
+  static void write_barrier() { Base::write_barrier(); }
 
   // Sim-only extras of Base (core/platform/platform.h charge_*), forwarded when Base has them.
   static void crc_work(size_t n)

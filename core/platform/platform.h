@@ -34,6 +34,7 @@
 // | P::now_ns()                    | monotonic clock in nanoseconds.                               |
 // | P::spin_delay()                | one spin iteration's delay (x86 PAUSE, SPIN_DELAY()).         |
 // | P::memory_barrier()            | full fence (pg_memory_barrier).                               |
+// | P::write_barrier()             | store-store barrier (pg_write_barrier; free on the sim: x86). |
 // | P::name                        | "threads", "sim", ...                                         |
 //
 // STORE ORDER (issue 10 item 1c). PostgreSQL on x86-64 has three kinds of store: the plain store
@@ -91,6 +92,7 @@ concept Platform = requires(typename P::template Atomic<uint64_t>& a,
   { P::now_ns() } -> std::same_as<uint64_t>;
   P::spin_delay();
   P::memory_barrier();
+  P::write_barrier();
   { P::name } -> std::convertible_to<const char*>;
 };
 

@@ -911,6 +911,9 @@ struct SimPlatform {
       s->op_fence();
     }
   }
+  // pg_write_barrier on x86 is a compiler barrier (arch-x86.h: stores are not reordered with
+  // stores): nothing to charge, and the store buffer drains in order as it is.
+  static void write_barrier() { std::atomic_signal_fence(std::memory_order_seq_cst); }
 
   // Sim-only extras (not part of the Platform concept).
   // CPU time of a CRC-32C over n bytes (crc_bytes_per_ns).

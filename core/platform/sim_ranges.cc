@@ -5,10 +5,14 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/aligned_array.h"
 #include "core/platform/sim.h"
 #include "core/platform/sim_internal.h"
 
 namespace walbench {
+
+static_assert(Simulation::kRangeBlockBytes == kRangeAlign,
+              "buffers aligned for touch_range must start on a range block");
 
 namespace {
 constexpr uint64_t kLine = 64;

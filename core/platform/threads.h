@@ -106,6 +106,17 @@ struct ThreadsPlatform {
     std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
   }
+  // pg_write_barrier: orders earlier stores before later ones. A compiler barrier on x86
+  // (arch-x86.h); a release fence here keeps the compiler and a weaker machine in order.
+  static void write_barrier() {
+#ifdef WALBENCH_TSAN
+    // TSan models no fence; memory_barrier's shared RMW would give it happens-before edges
+    // between unrelated threads and hide races. The stores it orders are release atomics.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+#else
+    std::atomic_thread_fence(std::memory_order_release);
+#endif
+  }
 };
 
 static_assert(Platform<ThreadsPlatform>);

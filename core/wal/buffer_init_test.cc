@@ -167,7 +167,7 @@ Result run_scenario(const Scenario& sc, BufferInit init, uint64_t seed = 7) {
         const uint32_t len =
             sc.min_len + static_cast<uint32_t>(me.next_random() % (sc.max_len - sc.min_len + 1));
         const uint32_t crc = build_record(buf.data(), len, Xid{kFirstNormalXid.value + i},
-                                          kRmLogicalMsg, 0, me.id, counts[c]++);
+                                          kRmHeap, 0, me.id, counts[c]++);
         const auto ins = wal.insert(me, buf.data(), len, crc);
         if (sc.flush_every != 0 && i % sc.flush_every == 0) wal.flush(me, ins.end);
       }

@@ -32,6 +32,14 @@ struct VerifyFailure {
   throw VerifyFailure{"at " + lsn_to_string(at) + ": " + what};
 }
 
+// Bytes [off, off + n) of a record are at p: copy those inside [from, to) to dst[x - from].
+void copy_overlap(const uint8_t* p, size_t n, uint64_t off, uint64_t from, uint64_t to,
+                  uint8_t* dst) {
+  const uint64_t a = std::max(off, from);
+  const uint64_t b = std::min(off + n, to);
+  if (a < b) std::memcpy(dst + (a - from), p + (a - off), b - a);
+}
+
 std::string hex(uint64_t v, int width) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%0*llX", width, static_cast<unsigned long long>(v));
@@ -243,23 +251,25 @@ class Walk {
         fail(rec, "record's prev link " + lsn_to_string(Lsn{h.prev}) +
                       " does not match previous record " + lsn_to_string(prev_start));
 
-      // Payload: CRC and the tag (its 10 bytes may be split across pages).
+      // The rest: CRC, the data header (its first 5 bytes) and the tag (the last 10), any of
+      // them possibly split across pages.
       uint32_t crc = crc32c_init();
+      uint8_t data_hdr[kDataLongHeaderSize] = {};
       uint8_t tag[kTagSize];
-      size_t tag_got = 0;
+      const uint32_t tag_from = tot_len - kRecordHeaderSize - kTagSize;  // offset after header
+      uint32_t off = 0;
       reader.read(bp + kRecordHeaderSize, tot_len - kRecordHeaderSize, bp, re,
                   [&](const uint8_t* p, size_t n) {
                     crc = crc32c_update(crc, p, n);
-                    if (tag_got < kTagSize) {
-                      const size_t t = std::min<size_t>(n, kTagSize - tag_got);
-                      std::memcpy(tag + tag_got, p, t);
-                      tag_got += t;
-                    }
+                    copy_overlap(p, n, off, 0, kDataLongHeaderSize, data_hdr);
+                    copy_overlap(p, n, off, tag_from, tag_from + kTagSize, tag);
+                    off += static_cast<uint32_t>(n);
                   });
       crc = crc32c_final(crc32c_update(crc, hdr, kRecordCrcOffset));
       if (crc != h.crc)
         fail(rec, "incorrect resource manager data checksum in record (stored " + hex(h.crc, 8) +
                       ", computed " + hex(crc, 8) + ")");
+      check_data_header(rec, data_hdr, tot_len);
 
       const RecordTag t = read_tag(tag);
       if (t.client >= clients)
@@ -283,6 +293,9 @@ class Walk {
       next_seq_[t.client] = want + 1;
 
       ++result_.records;
+      RecordTypeTally& tally = result_.record_types[record_type_key(h.rmid, h.info)];
+      ++tally.count;
+      tally.bytes += tot_len;
       prev_start = rec;
       first = false;
       bp = max_align(re);
@@ -311,6 +324,27 @@ class Walk {
 
  private:
   static constexpr uint64_t kUnknown = ~uint64_t{0};
+
+  // The main data's header (format.h "Records"), as DecodeXLogRecord reads it: a short or long
+  // data block id whose length, with the headers, adds up to tot_len.
+  static void check_data_header(Lsn rec, const uint8_t* p, uint32_t tot_len) {
+    const uint64_t rest = tot_len - kRecordHeaderSize;
+    if (p[0] == kBlockIdDataShort) {
+      if (kDataShortHeaderSize + uint64_t{p[1]} != rest)
+        fail(rec, "main data length " + std::to_string(p[1]) + " (short header) does not fill " +
+                      "the record's " + std::to_string(rest) + " bytes after its header");
+    } else if (p[0] == kBlockIdDataLong && rest >= kDataLongHeaderSize) {
+      uint32_t len;
+      std::memcpy(&len, p + 1, sizeof len);
+      if (kDataLongHeaderSize + uint64_t{len} != rest)
+        fail(rec, "main data length " + std::to_string(len) + " (long header) does not fill " +
+                      "the record's " + std::to_string(rest) + " bytes after its header");
+    } else {
+      fail(rec, "invalid block_id " + std::to_string(p[0]) + ": expected the main data's (" +
+                    std::to_string(kBlockIdDataShort) + " or " + std::to_string(kBlockIdDataLong) +
+                    ")");
+    }
+  }
 
   Lsn end_lsn() { return Lsn{src_.end().value_or(0)}; }
 

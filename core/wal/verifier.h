@@ -9,11 +9,14 @@
 //                  to come iff a record continues onto the page, else flag clear and rem_len 0.
 //   record headers tot_len >= kMinRecordSize and the record ends before `end`; a known rmid;
 //                  prev == the previous record's start LSN (0 for the first record of the WAL).
-//   CRC            over payload then header, as finish_record computes it.
+//   CRC            over the bytes after the header, then the header, as finish_record does.
+//   data header    the main data's block id (XLR_BLOCK_ID_DATA_SHORT / _LONG) and its length
+//                  add up to tot_len, as PostgreSQL's DecodeXLogRecord requires.
 //   contiguity     the next record starts at max_align(start bytepos + tot_len): PostgreSQL
 //                  reserves MAXALIGN(tot_len) usable bytes; page headers are skipped.
-//   tags           every record's (client, seq): client < records_per_client.size(), and each
-//                  client's seqs are 0, 1, 2, ... exactly once, in order.
+//   tags           every record's (client, seq) (its last 10 bytes, format.h "The tag"):
+//                  client < records_per_client.size(), and each client's seqs are 0, 1, 2, ...
+//                  exactly once, in order.
 //   counts         at the end: each client has records_per_client[c] records, and the total is
 //                  total_records.
 // Error messages name the LSN like pg_waldump ("%X/%08X"):
@@ -44,7 +47,7 @@ struct VerifyExpect {
   uint64_t total_records = 0;                // all records walked must equal this
 };
 
-// records = records that passed every check; bytes = LSN distance from start to the end of the
+// records = records that passed every check, record_types = the same by type; bytes = LSN distance from start to the end of the
 // last such record (MAXALIGNed), i.e. end - start when ok.
 VerifyResult verify_wal(const Storage& storage, const WalGeometry& g, const VerifyExpect& expect);
 

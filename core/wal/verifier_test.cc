@@ -47,7 +47,7 @@ class TestWal {
              std::optional<Lsn> prev = {}, bool skip_copy = false) {
     const uint64_t s = seq.value_or(per_client_.at(client));
     std::vector<uint8_t> buf(tot_len);
-    const uint8_t rmid = tot_len == kMinRecordSize ? kRmXact : kRmLogicalMsg;
+    const uint8_t rmid = tot_len == kMinRecordSize ? kRmHeap2 : kRmHeap;
     const uint32_t st = build_record(buf.data(), tot_len, Xid{100 + static_cast<uint32_t>(total_)},
                                      rmid, 0, ClientId{client}, s);
     finish_record(buf.data(), st, prev.value_or(prev_));
@@ -59,7 +59,7 @@ class TestWal {
     auto page_of = [&](uint64_t x) { return g_.page_number(g_.bytepos_to_lsn(BytePos{x})); };
     auto seg_of = [&](uint64_t x) { return g_.segment_number(g_.bytepos_to_lsn(BytePos{x})); };
     if (page_of(bp) != page_of(bp + kRecordHeaderSize - 1)) ++header_splits;
-    if (page_of(bp + kRecordHeaderSize) != page_of(bp + kMinRecordSize - 1)) ++tag_splits;
+    if (page_of(re - kTagSize) != page_of(re - 1)) ++tag_splits;
     if (page_of(bp) != page_of(re - 1)) ++page_crossings;
     if (seg_of(bp) != seg_of(re - 1)) ++segment_crossings;
     if (g_.bytepos_to_end_lsn(BytePos{re}).value % g_.page_size == 0) ++exact_page_ends;
@@ -81,6 +81,18 @@ class TestWal {
       const uint64_t boundary = g_.lsn_to_bytepos(Lsn{page * g_.page_size}).value;
       if (boundary >= curr_ + leave + kMinRecordSize)
         return append(static_cast<uint32_t>(boundary - leave - curr_), client);
+    }
+  }
+
+  // Append a record that ends `past` usable bytes into a later page (past < kTagSize: its tag
+  // is split across the page boundary).
+  Lsn append_crossing(uint64_t past, uint32_t client) {
+    uint64_t page = g_.page_number(g_.bytepos_to_lsn(BytePos{curr_}));
+    for (;;) {
+      ++page;
+      const uint64_t boundary = g_.lsn_to_bytepos(Lsn{page * g_.page_size}).value;
+      if (boundary + past >= curr_ + kMinRecordSize)
+        return append(static_cast<uint32_t>(boundary + past - curr_), client);
     }
   }
 
@@ -167,12 +179,12 @@ TestWal standard_wal(const WalGeometry& g, uint32_t clients, int n) {
     } else if (i % 29 == 3) {
       w.append_leaving(8, c);  // the next header is split 8 + 16
     } else if (i % 31 == 11) {
-      w.append_leaving(32, c);  // the next tag is split 8 + 2
+      w.append_crossing(4, c);  // its tag is split 6 + 4
     } else if (i % 37 == 13) {
       w.append(static_cast<uint32_t>(2 * g.segment_size + 1000 + next() % 64), c);
     } else {
       const uint64_t k = next() % 10;
-      uint32_t size = kMinRecordSize;                                   // a commit
+      uint32_t size = kMinRecordSize;                                   // the smallest
       if (k >= 4) size = static_cast<uint32_t>(55 + next() % 300);        // a small message
       if (k >= 8) size = static_cast<uint32_t>(g.page_size / 2 + next() % (2 * g.page_size));
       w.append(size, c);
@@ -326,10 +338,19 @@ TEST_CASE("hand-written WAL crossing pages and segments verifies", "[wal]") {
     w.write_to(*st, 1000);
     require_ok(verify_wal(*st, kSmall, w.expect()), w);
   }
-  SECTION("memory, written in one call") {
+  SECTION("memory, written in one call; records counted by type") {
     auto st = make_memory_storage(kSmall);
     w.write_to(*st, size_t{1} << 40);
-    require_ok(verify_wal(*st, kSmall, w.expect()), w);
+    const VerifyResult r = verify_wal(*st, kSmall, w.expect());
+    require_ok(r, w);
+    std::map<uint16_t, RecordTypeTally> want;
+    for (const auto& rec : w.recs) {
+      RecordTypeTally& t = want[record_type_key(rec.tot_len == kMinRecordSize ? kRmHeap2 : kRmHeap, 0)];
+      ++t.count;
+      t.bytes += rec.tot_len;
+    }
+    CHECK(r.record_types == want);
+    CHECK(want.size() == 2);
   }
   SECTION("file, fsync") {
     TempDir dir;
@@ -440,7 +461,7 @@ TEST_CASE("verifier detects corrupted WAL at the right LSN", "[wal]") {
     const Lsn where = rb.start;
     patch_field<uint32_t>(*st, where, 0, 10);
     VerifyResult r = verify_wal(*st, g, w.expect());
-    CHECK(r.error == at(where) + "invalid record length: expected at least 34, got 10");
+    CHECK(r.error == at(where) + "invalid record length: expected at least 36, got 10");
     patch_field<uint32_t>(*st, where, 0, 0xFFFFFFFF);
     r = verify_wal(*st, g, w.expect());
     CHECK_THAT(r.error, StartsWith(at(where) + "invalid record length 4294967295"));
@@ -455,6 +476,34 @@ TEST_CASE("verifier detects corrupted WAL at the right LSN", "[wal]") {
     patch_field<uint8_t>(*st, rec.start, 17, 99);
     const VerifyResult r = verify_wal(*st, g, w.expect());
     CHECK(r.error == at(rec.start) + "invalid resource manager ID 99");
+  }
+  SECTION("main data header that does not fill the record, or a bad block id (valid CRC)") {
+    const TestWal::Rec* rec = nullptr;  // a record within one page, to patch it in place
+    for (size_t i = 3; i < w.recs.size() && rec == nullptr; ++i)
+      if (g.page_number(w.recs[i].start) ==
+          g.page_number(g.bytepos_to_end_lsn(BytePos{w.recs[i].bp + w.recs[i].tot_len})) &&
+          w.recs[i].tot_len < 200)
+        rec = &w.recs[i];
+    REQUIRE(rec != nullptr);
+    std::vector<uint8_t> bytes(rec->tot_len);
+    st->read(rec->start, bytes.data(), bytes.size());
+    REQUIRE(bytes[24] == kBlockIdDataShort);
+    auto rewrite = [&] {
+      const uint32_t crc = compute_record_crc(bytes.data(), rec->tot_len);
+      std::memcpy(bytes.data() + kRecordCrcOffset, &crc, sizeof crc);
+      st->write(rec->start, bytes.data(), bytes.size());
+      return verify_wal(*st, g, w.expect());
+    };
+    bytes[25] -= 1;
+    CHECK(rewrite().error == at(rec->start) + "main data length " + std::to_string(bytes[25]) +
+                                 " (short header) does not fill the record's " +
+                                 std::to_string(rec->tot_len - 24) + " bytes after its header");
+    bytes[25] += 1;
+    bytes[24] = 7;
+    CHECK(rewrite().error == at(rec->start) +
+                                 "invalid block_id 7: expected the main data's (255 or 254)");
+    bytes[24] = kBlockIdDataShort;
+    CHECK(rewrite().ok);  // the control: restored
   }
   SECTION("bad magic, mid-segment page and segment start page") {
     const Lsn p5{5 * 1024};
@@ -557,7 +606,7 @@ TEST_CASE("verifier detects corrupted WAL at the right LSN", "[wal]") {
     e.end = g.bytepos_to_end_lsn(BytePos{w.curr() + 64});
     const VerifyResult r = verify_wal(*st, g, e);
     CHECK(r.error == at(g.bytepos_to_lsn(BytePos{w.curr()})) +
-                         "invalid record length: expected at least 34, got 0");
+                         "invalid record length: expected at least 36, got 0");
     CHECK(r.records == w.recs.size());
   }
   SECTION("end of WAL cutting the last record") {
@@ -617,7 +666,7 @@ TEST_CASE("verifier detects corrupted WAL at the right LSN", "[wal]") {
 TEST_CASE("verifier detects records written wrongly by the writer", "[wal]") {
   const WalGeometry& g = kSmall;
   TestWal w(g, 3);
-  for (int i = 0; i < 40; ++i) w.append(34 + 37 * (i % 11), static_cast<uint32_t>(i % 3));
+  for (int i = 0; i < 40; ++i) w.append(kMinRecordSize + 37 * (i % 11), static_cast<uint32_t>(i % 3));
   // The next record's header is split across pages; it is the one we get wrong below.
   w.append_leaving(16, 0);
   const size_t k = w.recs.size();
@@ -649,7 +698,7 @@ TEST_CASE("verifier detects records written wrongly by the writer", "[wal]") {
     auto st = make_memory_storage(g);
     w.write_to(*st, 4096);
     const VerifyResult r = verify_wal(*st, g, w.expect());
-    CHECK(r.error == at(gap) + "invalid record length: expected at least 34, got 0");
+    CHECK(r.error == at(gap) + "invalid record length: expected at least 36, got 0");
     CHECK(r.records == k);
   }
   SECTION("missing record: a seq skipped") {
@@ -664,9 +713,9 @@ TEST_CASE("verifier detects records written wrongly by the writer", "[wal]") {
   SECTION("duplicated tag") {
     const uint64_t s = w.next_seq(1);
     w.append(120, 1, s);
-    w.append(34, 2);
+    w.append(kMinRecordSize, 2);
     const Lsn dup = w.append(120, 1, s);
-    w.append(34, 0);
+    w.append(kMinRecordSize, 0);
     auto st = make_memory_storage(g);
     w.write_to(*st, 4096);
     const VerifyResult r = verify_wal(*st, g, w.expect());
@@ -746,7 +795,7 @@ TEST_CASE("verifier refuses an invalid geometry instead of crashing", "[wal]") {
 
 namespace {
 
-// A WAL of many laps of kSmall's smallest ring (4 pages of 1 KiB): records of 34 B to 3 KiB
+// A WAL of many laps of kSmall's smallest ring (4 pages of 1 KiB): records of 36 B to 3 KiB
 // from 3 clients, crossing pages and segments.
 TestWal many_laps_wal() {
   TestWal w(kSmall, 3);

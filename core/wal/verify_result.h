@@ -2,11 +2,24 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 namespace walbench {
+
+// Records of one type (resource manager and info byte) the WAL verifier walked: what
+// pg_waldump --stats=record counts as N and "Record size" (no full-page images here).
+struct RecordTypeTally {
+  uint64_t count = 0;
+  uint64_t bytes = 0;  // sum of xl_tot_len
+  bool operator==(const RecordTypeTally&) const = default;
+};
+// Key of record_types: rmid << 8 | info.
+constexpr uint16_t record_type_key(uint8_t rmid, uint8_t info) {
+  return static_cast<uint16_t>(rmid << 8 | info);
+}
 
 struct VerifyResult {
   bool ok = true;
@@ -14,6 +27,9 @@ struct VerifyResult {
   std::string error;       // first error, pg_waldump-like: "at 0/01A2B3C8: prev link ..."
   uint64_t records = 0;    // records walked
   uint64_t bytes = 0;      // WAL bytes walked (LSN distance)
+  // Records walked by type (record_type_key); not in the result JSON (tests compare it with
+  // pg_waldump's statistics).
+  std::map<uint16_t, RecordTypeTally> record_types;
   // CLOG (core/clog/clog.h verify_clog), only when a transactional workload ran.
   bool clog_checked = false;
   uint64_t clog_xids = 0;       // status entries checked (every xid on every CLOG page)

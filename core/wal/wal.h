@@ -57,7 +57,8 @@
 // CopyXLogRecordToWAL and XLogWrite of PostgreSQL 17, checked against REL_17_STABLE xlog.c and
 // bc22dc0e0d)
 //   - init_page (both BufferInit paths): MemSet of the whole page, then the header fields, between
-//     xlblocks = Invalid and xlblocks = new end with write barriers, under WALBufMappingLock
+//     xlblocks = Invalid and xlblocks = new end (plain stores) with write barriers (compiler
+//     barriers on x86: "XLBLOCKS STORES" below), under WALBufMappingLock
 //     (kMappingLock) or by the page's reserver (kLockFree). The memset is a write into lines the
 //     page's previous occupants hold (the clients that copied into it one lap ago, the
 //     XLogWrite caller that read it): charged through P::touch_range (sim.h "RANGES").
@@ -134,7 +135,7 @@
 //        stopping at the first slot whose old page is not written yet (it never writes);
 //        counted in pages_preinitialised.
 //   The pieces (background_request, background_write, preinitialise) are public so that one
-//   writer can serve several private streams with one fsync (harness/wal_cell.h).
+//   writer can serve several private streams with one fsync (core/cell/wal_cell.h).
 //
 // LOCK-FREE BUFFER INITIALISATION (kLockFree; bc22dc0e0d, "Get rid of WALBufMappingLock")
 //   Many clients initialise different pages of the ring at once. B = page size, N = wal_buffers.
@@ -561,12 +562,12 @@ class Wal {
         buf_mapping_lock_.acquire(me, kLwExclusive);
         continue;
       }
-      // I1 holds: the old page is written. Re-initialise the slot.
-      xlblock(slot).store(0);
-      P::memory_barrier();
+      // I1 holds: the old page is written. Re-initialise the slot (XLBLOCKS STORES below).
+      xlblock(slot).store(0, std::memory_order_release);
+      write_barrier();
       init_page(slot, new_start);
-      P::memory_barrier();
-      xlblock(slot).store(new_start + geom_.page_size);
+      write_barrier();
+      xlblock(slot).store(new_start + geom_.page_size, std::memory_order_release);
       initialized_upto_.set(new_start + geom_.page_size);
       ++counters_.pages_initialised;
       if (opportunistic) ++counters_.pages_preinitialised;
@@ -607,12 +608,13 @@ class Wal {
         }
       }
       WALBENCH_CHECK(log_write_result_.load() >= old_end, "I1");
-      // 5: BI4.
-      xlblock(slot).store(0);
-      P::memory_barrier();
+      // 5: BI4, with PostgreSQL's plain stores and write barriers (XLBLOCKS STORES below). The
+      // CAS of step 6 is a full barrier (lock cmpxchg): it orders the last store before it.
+      xlblock(slot).store(0, std::memory_order_release);
+      write_barrier();
       init_page(slot, new_start);
-      P::memory_barrier();
-      xlblock(slot).store(new_start + page);  // seq_cst: ordered before the CAS below
+      write_barrier();
+      xlblock(slot).store(new_start + page, std::memory_order_release);
       ++lf_pages_by_proc_[static_cast<uint32_t>(me.id.value)].n;
       if (opportunistic) ++counters_.pages_preinitialised;  // the WAL writer only
       // 6: the CAS chain (BI5).
@@ -630,6 +632,17 @@ class Wal {
     // 7: pages below upto may be reserved by others and still being initialised (BI6).
     init_cv_.wait_until(me, [&] { return initialized_upto_lf_.load() > upto.value; });
   }
+
+  // XLBLOCKS STORES. Both AdvanceXLInsertBuffer paths publish a slot as PostgreSQL 17/18 does
+  // (xlog.c AdvanceXLInsertBuffer, REL_17_STABLE and bc22dc0e0d alike):
+  //   pg_atomic_write_u64(&xlblocks[nextidx], InvalidXLogRecPtr); pg_write_barrier();
+  //   MemSet + header; pg_write_barrier(); pg_atomic_write_u64(&xlblocks[nextidx], NewPageEndPtr);
+  // pg_atomic_write_u64 has "no barrier semantics" (atomics.h): a plain mov on x86, a
+  // store(v, release) here (platform.h STORE ORDER: the sim buffers it). pg_write_barrier is
+  // P::write_barrier (a compiler barrier on x86, arch-x86.h pg_write_barrier_impl: no fence to
+  // charge). PG 15's form (`xlblocks[i] = NewPageEndPtr` after pg_write_barrier, no Invalid
+  // store) costs the same on x86 but for the first store.
+  static void write_barrier() { P::write_barrier(); }
 
   // NB: both AdvanceXLInsertBuffer paths initialise a slot here, between xlblocks = Invalid and
   // xlblocks = new end. MemSet(NewPage, 0, XLOG_BLCKSZ) then the header fields: a memset of the
@@ -802,8 +815,9 @@ class Wal {
   }
 
   // XLogWrite with wal_write_lock_ held: copy [log_write_result_, upto) from the ring to storage
-  // in runs that neither wrap the ring nor cross a segment; then fsync if asked (through the
-  // DeviceSync with the caller's ticket, if there is one).
+  // in runs that neither wrap the ring nor cross a segment, with an fsync after each run that
+  // completes a segment (finishing_seg); then fsync if asked (through the DeviceSync with the
+  // caller's ticket, if there is one).
   // Like XLogWrite, it works on a local LogwrtResult and publishes it only at the end (W1-W2 in
   // "FLUSH AND WRITE REQUESTS").
   void write_locked(Proc<P>& me, Lsn upto, bool flush, uint64_t device_ticket = 0) {
@@ -825,21 +839,21 @@ class Wal {
         charge_storage_write<P>(n);
         ++counters_.writes;
         from += n;
+        if (from % geom_.segment_size == 0) {
+          // finishing_seg (XLogWrite, xlog.c REL_17_STABLE; the same since 9.x): the segment's
+          // last page is written, so fsync it now ("one and only one backend will perform this
+          // fsync"), flush request or not; LogwrtResult.Flush = LogwrtResult.Write.
+          sync_storage(me, /*device_ticket=*/0);  // a ticket taken now: covers these pages
+          flushed = from;
+          me.set_wait(WaitEvent::kWalIoWrite);
+        }
       }
       me.clear_wait();
     }
     const uint64_t written = from;  // >= upto
     if (flush && flushed < written) {
-      if (fsync_ && device_ != nullptr) {
-        device_->sync(me, storage_, device_ticket);  // group commit across the WALs (D2)
-      } else if (fsync_) {
-        me.set_wait(WaitEvent::kWalIoSync);
-        storage_.sync();
-        charge_storage_sync<P>();
-        ++counters_.fsyncs;
-      }
+      sync_storage(me, device_ticket);
       flushed = written;
-      me.clear_wait();
     }
     // W1: LogwrtRqst never falls behind LogwrtResult ("This is not absolutely essential, but
     // it saves some code in a couple of places"), under info_lck.
@@ -854,6 +868,20 @@ class Wal {
       log_write_result_.store(written, std::memory_order_release);
       log_flush_result_.store(flushed, std::memory_order_release);
     }
+  }
+
+  // issue_xlog_fsync: nothing with fsync off (enableFsync), else through the shared device
+  // (group commit across the WALs, D2) or this WAL's storage.
+  void sync_storage(Proc<P>& me, uint64_t device_ticket) {
+    if (fsync_ && device_ != nullptr) {
+      device_->sync(me, storage_, device_ticket);
+    } else if (fsync_) {
+      me.set_wait(WaitEvent::kWalIoSync);
+      storage_.sync();
+      charge_storage_sync<P>();
+      ++counters_.fsyncs;
+    }
+    me.clear_wait();
   }
 
   // The strategy says whether it models PostgreSQL <= 16 (S::logwrt_before_pg17()); PG 17

@@ -226,9 +226,8 @@ TEST_CASE("lsn_to_string prints like PostgreSQL", "[wal]") {
 TEST_CASE("record build, finish and CRC round trip", "[wal]") {
   const uint32_t tot_len = 100;
   std::vector<uint8_t> buf(tot_len, 0xEE);
-  const uint32_t st = build_record(buf.data(), tot_len, Xid{1234}, kRmLogicalMsg, 0x50,
-                                   ClientId{7}, 42);
-  // The returned state is the CRC state of the payload alone.
+  const uint32_t st = build_record(buf.data(), tot_len, Xid{1234}, kRmHeap, 0x40, ClientId{7}, 42);
+  // The returned state is the CRC state of the bytes after the header alone.
   CHECK(st == crc32c_update(crc32c_init(), buf.data() + 24, tot_len - 24));
   finish_record(buf.data(), st, Lsn{0x0100A060});
 
@@ -236,15 +235,22 @@ TEST_CASE("record build, finish and CRC round trip", "[wal]") {
   CHECK(h.tot_len == tot_len);
   CHECK(h.xid == 1234);
   CHECK(h.prev == 0x0100A060);
-  CHECK(h.info == 0x50);
-  CHECK(h.rmid == kRmLogicalMsg);
+  CHECK(h.info == 0x40);
+  CHECK(h.rmid == kRmHeap);
   CHECK(h.pad == 0);
-  const RecordTag t = read_tag(buf.data() + kRecordHeaderSize);
+  // The short data header, then the main data: filler, the tag in the last 10 bytes.
+  CHECK(buf[24] == kBlockIdDataShort);
+  CHECK(buf[25] == tot_len - 26);
+  MainData md{};
+  REQUIRE(parse_main_data(buf.data(), tot_len, &md));
+  CHECK(md.offset == 26);
+  CHECK(md.length == tot_len - 26);
+  const RecordTag t = record_tag(buf.data(), tot_len);
   CHECK(t.client == 7);
   CHECK(t.seq == 42);
-  for (uint32_t i = kMinRecordSize; i < tot_len; ++i) REQUIRE(buf[i] == '0');
+  for (uint32_t i = 26; i < tot_len - kTagSize; ++i) REQUIRE(buf[i] == '0');
 
-  // The CRC covers the payload, then the header bytes before the CRC (with prev set).
+  // The CRC covers the bytes after the header, then the header bytes before the CRC (prev set).
   std::vector<uint8_t> covered(buf.begin() + 24, buf.end());
   covered.insert(covered.end(), buf.begin(), buf.begin() + 20);
   CHECK(h.crc == crc32c(covered.data(), covered.size()));
@@ -259,12 +265,105 @@ TEST_CASE("record build, finish and CRC round trip", "[wal]") {
   CHECK(load_record_header(other.data()).crc != h.crc);
   CHECK(record_crc_ok(other.data()));
 
-  // The smallest record, a commit: header + tag, no filler.
-  std::vector<uint8_t> commit(kMinRecordSize);
-  finish_record(commit.data(),
-                build_record(commit.data(), kMinRecordSize, Xid{5}, kRmXact, 0, ClientId{0}, 0),
+  // The smallest record: header, short data header, tag.
+  std::vector<uint8_t> small(kMinRecordSize);
+  finish_record(small.data(),
+                build_record(small.data(), kMinRecordSize, Xid{5}, kRmHeap2, 0x10, ClientId{0}, 0),
                 Lsn{40});
-  CHECK(record_crc_ok(commit.data(), commit.size()));
+  CHECK(kMinRecordSize == 36);
+  CHECK(record_crc_ok(small.data(), small.size()));
+  CHECK(small[25] == kTagSize);
+}
+
+TEST_CASE("the data header is short up to 255 bytes of main data, long beyond", "[wal]") {
+  std::vector<uint8_t> buf(400);
+  for (uint32_t tot_len = kMinRecordSize; tot_len < 400; ++tot_len) {
+    INFO("tot_len " << tot_len);
+    build_record(buf.data(), tot_len, Xid{1}, kRmBtree, 0, ClientId{1}, tot_len);
+    MainData md{};
+    REQUIRE(parse_main_data(buf.data(), tot_len, &md));
+    // 24 + 2 + 255 = 281 is the last short one; 282..284 cannot be short: long, 253..255 bytes.
+    CHECK(buf[24] == (tot_len <= 281 ? kBlockIdDataShort : kBlockIdDataLong));
+    CHECK(md.offset + md.length == tot_len);
+    CHECK(record_tag(buf.data(), tot_len).seq == tot_len);
+    CHECK_FALSE(parse_main_data(buf.data(), tot_len + 1, &md));  // lengths must add up
+  }
+  CHECK(data_header_size(255) == 2);
+  CHECK(data_header_size(256) == 5);
+}
+
+TEST_CASE("a logical message record is PostgreSQL 15's, byte for byte", "[wal]") {
+  // pg_logical_emit_message(true, 'test', <16 bytes>): 71 bytes on PG 15 (wal_cell.h).
+  CHECK(message_record_size(16) == 71);
+  CHECK(message_record_size(226) == 281);
+  CHECK(message_record_size(227) == 285);  // the long data header from here on
+  CHECK(message_record_size(256) == 314);
+  std::vector<uint8_t> buf(message_record_size(16));
+  const uint32_t st =
+      build_message_record(buf.data(), 16, /*transactional=*/true, Xid{900}, ClientId{2}, 5);
+  finish_record(buf.data(), st, Lsn{0x28});
+  const uint8_t want[] = {
+      71, 0, 0, 0,                    // xl_tot_len
+      0x84, 0x03, 0, 0,               // xl_xid 900
+      0x28, 0, 0, 0, 0, 0, 0, 0,      // xl_prev
+      0x00, 21, 0, 0,                 // xl_info XLOG_LOGICAL_MESSAGE, xl_rmid RM_LOGICALMSG_ID, pad
+      0, 0, 0, 0,                     // xl_crc (compared apart)
+      255, 45,                        // XLR_BLOCK_ID_DATA_SHORT, 45 bytes of main data
+      5, 0, 0, 0, 1, 0, 0, 0,         // dbId 5, transactional, padding
+      5, 0, 0, 0, 0, 0, 0, 0,         // prefix_size 5
+      16, 0, 0, 0, 0, 0, 0, 0,        // message_size 16
+      't', 'e', 's', 't', 0,          // the prefix with its NUL
+      '0', '0', '0', '0', '0', '0',   // the message: filler, then the tag
+      2, 0, 5, 0, 0, 0, 0, 0, 0, 0};
+  REQUIRE(sizeof want == buf.size());
+  for (size_t i = 0; i < buf.size(); ++i) {
+    if (i >= 20 && i < 24) continue;
+    INFO("byte " << i);
+    CHECK(buf[i] == want[i]);
+  }
+  CHECK(record_crc_ok(buf.data(), buf.size()));
+
+  // A long one: the data header is FE and a uint32 length.
+  std::vector<uint8_t> big(message_record_size(1000));
+  build_message_record(big.data(), 1000, false, Xid{0}, ClientId{9}, 77);
+  CHECK(big.size() == 1058);
+  CHECK(big[24] == kBlockIdDataLong);
+  MainData md{};
+  REQUIRE(parse_main_data(big.data(), static_cast<uint32_t>(big.size()), &md));
+  CHECK(md.length == 24 + 5 + 1000);
+  CHECK(big[md.offset + 4] == 0);  // nontransactional
+  CHECK(record_tag(big.data(), static_cast<uint32_t>(big.size())).seq == 77);
+}
+
+TEST_CASE("a commit record is PostgreSQL 15's followed by the tag", "[wal]") {
+  CHECK(commit_record_size(0) == 44);  // PG 15: 34
+  CHECK(commit_record_size(3) == 64);  // PG 15: 54
+  std::vector<uint8_t> buf(commit_record_size(0));
+  build_commit_record(buf.data(), Xid{700}, {}, ClientId{1}, 3);
+  const RecordHeader h = load_record_header(buf.data());
+  CHECK(h.rmid == kRmXact);
+  CHECK(h.info == kInfoXactCommit);
+  CHECK(h.xid == 700);
+  CHECK(buf[24] == kBlockIdDataShort);
+  CHECK(buf[25] == 8 + kTagSize);
+  for (int i = 26; i < 34; ++i) CHECK(buf[i] == 0);  // xact_time
+  CHECK(record_tag(buf.data(), 44).client == 1);
+  CHECK(record_tag(buf.data(), 44).seq == 3);
+
+  const Xid subs[] = {Xid{701}, Xid{702}, Xid{703}};
+  std::vector<uint8_t> sub(commit_record_size(3));
+  build_commit_record(sub.data(), Xid{700}, subs, ClientId{1}, 8);
+  const RecordHeader hs = load_record_header(sub.data());
+  CHECK(hs.info == (kInfoXactCommit | kInfoXactHasInfo));
+  CHECK(sub[25] == 8 + 4 + 4 + 12 + kTagSize);
+  uint32_t xinfo, n, x2;
+  std::memcpy(&xinfo, sub.data() + 34, 4);
+  std::memcpy(&n, sub.data() + 38, 4);
+  std::memcpy(&x2, sub.data() + 42 + 4, 4);
+  CHECK(xinfo == kXactXinfoHasSubxacts);
+  CHECK(n == 3);
+  CHECK(x2 == 702);
+  CHECK(record_tag(sub.data(), 64).seq == 8);
 }
 
 TEST_CASE("corrupting any single byte of a record is detected", "[wal]") {
@@ -329,7 +428,7 @@ TEST_CASE("page header round trip", "[wal]") {
     CHECK(l.system_id == kSystemId);
     CHECK(l.seg_size == 4096);
     CHECK(l.page_size == 1024);
-    CHECK(page[0] == 0x16);  // little-endian magic
+    CHECK(page[0] == 0x10);  // little-endian magic 0xD110 (PG 15)
     CHECK(page[1] == 0xD1);
     CHECK(page[40] == 0xAB);  // only the header is written
   }
@@ -363,18 +462,29 @@ TEST_CASE("page header round trip", "[wal]") {
 TEST_CASE("the worked example of format.h", "[wal]") {
   const WalGeometry g;
   CHECK(g.bytepos_to_lsn(BytePos{0}) == Lsn{0x28});
-  CHECK(max_align(kMinRecordSize) == 40);
-  CHECK(g.bytepos_to_lsn(BytePos{40}) == Lsn{0x50});
-  const BytePos big{80};
-  CHECK(g.bytepos_to_lsn(big) == Lsn{0x78});
-  CHECK(8192 - 0x78 == 8072);
-  CHECK(g.bytepos_to_end_lsn(BytePos{80 + 9000}) == Lsn{0x23B8});
-  CHECK(max_align(80 + 9000) == 9080);
-  CHECK(g.bytepos_to_lsn(BytePos{9080}) == Lsn{0x23B8});
+  CHECK(commit_record_size(0) == 44);
+  CHECK(max_align(commit_record_size(0)) == 48);
+  CHECK(g.bytepos_to_lsn(BytePos{48}) == Lsn{0x58});
+  CHECK(message_record_size(8942) == 9000);
+  std::vector<uint8_t> rec(9000);
+  build_message_record(rec.data(), 8942, true, Xid{3}, ClientId{0}, 1);
+  CHECK(rec[24] == kBlockIdDataLong);
+  uint32_t main_len;
+  std::memcpy(&main_len, rec.data() + 25, 4);
+  CHECK(main_len == 8971);
+  const BytePos big{96};
+  CHECK(g.bytepos_to_lsn(big) == Lsn{0x88});
+  CHECK(8192 - 0x88 == 8056);
+  CHECK(9000 - 8056 == 944);
+  CHECK(g.bytepos_to_end_lsn(BytePos{96 + 9000}) == Lsn{0x23C8});
+  CHECK(max_align(96 + 9000) == 9096);
+  CHECK(g.bytepos_to_lsn(BytePos{9096}) == Lsn{0x23C8});
 }
 
 TEST_CASE("known resource managers", "[wal]") {
-  for (uint8_t r : {kRmXlog, kRmXact, kRmHeap, kRmBtree, kRmLogicalMsg}) CHECK(is_known_rmid(r));
+  for (uint8_t r : {kRmXlog, kRmXact, kRmHeap2, kRmHeap, kRmBtree, kRmLogicalMsg})
+    CHECK(is_known_rmid(r));
+  CHECK(kPageMagic == 0xD110);
   CHECK_FALSE(is_known_rmid(2));
   CHECK_FALSE(is_known_rmid(255));
 }

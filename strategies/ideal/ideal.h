@@ -29,7 +29,7 @@
 //     one XLogBackgroundFlush round writes each stream's complete pages (or up to its async
 //     LSN), decides to fsync by the same rule on the streams' total of unflushed pages, issues
 //     one fsync for all of them, and pre-initialises each stream's ring
-//     (harness/wal_cell.h, background_flush_private). Async commits set its latch when their
+//     (core/cell/wal_cell.h, background_flush_private). Async commits set its latch when their
 //     own stream has wal_writer_flush_after / clients pages unflushed (so at least as often as
 //     the shared WAL's writer is woken).
 //   - Memory: each ring is twice the client's share of wal_buffers (room for one client running
@@ -67,7 +67,7 @@
 #include "core/proc.h"
 #include "core/wal/format.h"
 #include "core/wal/types.h"
-#include "harness/spec.h"
+#include "core/cell/spec.h"
 #include "strategies/strategy.h"
 
 namespace walbench {

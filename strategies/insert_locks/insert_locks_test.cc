@@ -79,7 +79,7 @@ struct SpyWal {
     wal = std::make_unique<Wal<TP, S>>(g, 8, *storage, procs, p);
   }
   Wal<TP, S>::Inserted insert(uint32_t client, uint32_t len) {
-    const uint32_t crc = build_record(buf.data(), len, Xid{0}, kRmLogicalMsg, 0,
+    const uint32_t crc = build_record(buf.data(), len, Xid{0}, kRmHeap, 0,
                                       ClientId{client}, records++);
     return wal->insert(procs[client], buf.data(), len, crc);
   }
@@ -213,6 +213,11 @@ struct OrderRecordingPlatform : ThreadsPlatform {
       ThreadsPlatform::Atomic<T>::store(v, order);
     }
   };
+  static inline uint64_t fences = 0;  // P::memory_barrier calls (MFENCE)
+  static void memory_barrier() {
+    ++fences;
+    ThreadsPlatform::memory_barrier();
+  }
 };
 static_assert(Platform<OrderRecordingPlatform>);
 
@@ -241,7 +246,7 @@ TEST_CASE("store order: S_UNLOCK and XLogWrite's results are plain stores, not f
       p.insertingat = proto;
       Wal<RP, InsertLocks<RP>> wal(g, 8, *storage, procs, p);
       std::vector<uint8_t> buf(256);
-      const uint32_t crc = build_record(buf.data(), 100, Xid{0}, kRmLogicalMsg, 0, ClientId{0}, 0);
+      const uint32_t crc = build_record(buf.data(), 100, Xid{0}, kRmHeap, 0, ClientId{0}, 0);
       const auto r = wal.insert(procs[0], buf.data(), 100, crc);
       RP::orders.clear();
       wal.flush(procs[0], r.end);
@@ -256,4 +261,89 @@ TEST_CASE("store order: S_UNLOCK and XLogWrite's results are plain stores, not f
   ThreadsPlatform::Atomic<uint64_t> x{0};
   x.store(5, std::memory_order_release);
   CHECK(x.load() == 5);
+}
+
+TEST_CASE("store order: AdvanceXLInsertBuffer publishes xlblocks with plain stores and write "
+          "barriers, no fence", "[insert_locks]") {
+  // xlog.c AdvanceXLInsertBuffer (PG 17 and bc22dc0e0d): pg_atomic_write_u64(xlblocks, Invalid);
+  // pg_write_barrier(); MemSet + header; pg_write_barrier(); pg_atomic_write_u64(xlblocks, end):
+  // plain stores, and write barriers that are compiler barriers on x86 (wal.h XLBLOCKS STORES).
+  using RP = OrderRecordingPlatform;
+  for (BufferInit init : {BufferInit::kMappingLock, BufferInit::kLockFree}) {
+    INFO(buffer_init_name(init));
+    WalGeometry g;
+    g.page_size = 1024;
+    g.segment_size = 8192;
+    auto storage = make_memory_storage(g);
+    ProcTable<RP> procs(1, 1);
+    InsertLocksParams p;
+    Wal<RP, InsertLocks<RP>> wal(g, 8, *storage, procs, init, p);
+    // The first lap fills the empty slots; records then fill 7+ pages and are written, and the
+    // second lap re-initialises the slots whose old page is written (I1).
+    RP::orders.clear();
+    RP::fences = 0;
+    wal.preinitialise(procs[0]);
+    CHECK(RP::fences == 0);
+    for (std::memory_order o : RP::orders) CHECK(o != std::memory_order_seq_cst);
+    CHECK(RP::orders.size() >= 2 * 8);  // Invalid then the new end, per page
+    for (uint64_t slot = 0; slot < 8; ++slot) CHECK(wal.xlblocks(slot) == (slot + 1) * g.page_size);
+    std::vector<uint8_t> buf(512);
+    Lsn end;
+    for (uint64_t i = 0; i < 15; ++i) {
+      const uint32_t crc = build_record(buf.data(), 500, Xid{0}, kRmHeap, 0, ClientId{0}, i);
+      end = wal.insert(procs[0], buf.data(), 500, crc).end;
+    }
+    wal.flush(procs[0], end);
+    REQUIRE(end.value > 7 * g.page_size);
+    RP::orders.clear();
+    RP::fences = 0;
+    wal.preinitialise(procs[0]);
+    CHECK(RP::fences == 0);
+    for (std::memory_order o : RP::orders) CHECK(o != std::memory_order_seq_cst);
+    CHECK(RP::orders.size() >= 2 * 7);
+    for (uint64_t slot = 0; slot < 7; ++slot)
+      CHECK(wal.xlblocks(slot) == (8 + slot + 1) * g.page_size);
+  }
+}
+
+TEST_CASE("XLogWrite fsyncs a segment when it writes its last page, flush request or not",
+          "[insert_locks]") {
+  // xlog.c XLogWrite, finishing_seg: issue_xlog_fsync, then LogwrtResult.Flush = Write.
+  WalGeometry g;
+  g.page_size = 1024;
+  g.segment_size = 8192;
+  auto storage = make_memory_storage(g);
+  ProcTable<TP> procs(1, 1);
+  InsertLocksParams p;
+  Wal<TP, InsertLocks<TP>> wal(g, 32, *storage, procs, p);
+  std::vector<uint8_t> buf(512);
+  auto insert = [&](uint64_t seq) {
+    const uint32_t crc = build_record(buf.data(), 500, Xid{0}, kRmHeap, 0, ClientId{0}, seq);
+    return wal.insert(procs[0], buf.data(), 500, crc).end;
+  };
+  Lsn end;
+  uint64_t seq = 0;
+  while (end.value < 4000) end = insert(seq++);
+  wal.write_upto(procs[0], end, /*flush_too=*/false);  // within the first segment: no fsync
+  CHECK(wal.counters().fsyncs == 0);
+  CHECK(wal.log_flush_result() == Lsn{0});
+  while (end.value < 8192 + 2000) end = insert(seq++);
+  wal.write_upto(procs[0], end, /*flush_too=*/false);  // completes segment 0
+  CHECK(wal.counters().fsyncs == 1);
+  CHECK(wal.log_flush_result() == Lsn{8192});
+  wal.flush(procs[0], end);  // the flush's own fsync
+  CHECK(wal.counters().fsyncs == 2);
+  CHECK(wal.log_flush_result() == end);
+  // fsync off: no sync, but the segment still counts as flushed (LogwrtResult.Flush = Write).
+  auto storage2 = make_memory_storage(g);
+  Wal<TP, InsertLocks<TP>> nosync(g, 32, *storage2, procs, p);
+  nosync.set_fsync(false);
+  Lsn end2;
+  for (uint64_t i = 0; end2.value < 8192 + 100; ++i) {
+    const uint32_t crc = build_record(buf.data(), 500, Xid{0}, kRmHeap, 0, ClientId{0}, i);
+    end2 = nosync.insert(procs[0], buf.data(), 500, crc).end;
+  }
+  nosync.write_upto(procs[0], end2, /*flush_too=*/false);
+  CHECK(nosync.counters().fsyncs == 0);
+  CHECK(nosync.log_flush_result() == Lsn{8192});
 }

@@ -107,6 +107,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/aligned_array.h"
 #include "core/proc.h"
 #include "core/wal/format.h"
 #include "core/wal/geometry.h"
@@ -167,7 +168,9 @@ template <class P>
 class LinkRing {
  public:
   explicit LinkRing(uint32_t slots)
-      : mask_(slots - 1), window_(uint64_t{slots} * kMaxAlign), slots_(new Slot[slots]) {
+      : mask_(slots - 1),
+        window_(uint64_t{slots} * kMaxAlign),
+        slots_(make_aligned_array<Slot>(slots)) {
     WALBENCH_CHECK(slots >= 1 && std::has_single_bit(slots), "ring_slots");
   }
 
@@ -213,7 +216,7 @@ class LinkRing {
   const uint64_t mask_;
   const uint64_t window_;
   alignas(128) Word tail_{0};
-  std::unique_ptr<Slot[]> slots_;
+  AlignedArray<Slot> slots_;  // from a line boundary: the sim's lines are addresses
 };
 
 template <class P>

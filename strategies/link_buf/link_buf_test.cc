@@ -40,7 +40,7 @@ struct DirectWal {
     wal = std::make_unique<Wal<TP, S>>(g, buffers, *storage, procs, p);
   }
   void insert(uint32_t client, uint32_t len) {
-    const uint32_t crc = build_record(bufs[client].data(), len, Xid{0}, kRmLogicalMsg, 0,
+    const uint32_t crc = build_record(bufs[client].data(), len, Xid{0}, kRmHeap, 0,
                                       ClientId{client}, records[client]++);
     wal->insert(procs[client], bufs[client].data(), len, crc);
   }

@@ -355,7 +355,7 @@ struct DirectWal {
   }
   void insert(uint32_t len) {
     const uint32_t crc =
-        build_record(buf.data(), len, Xid{0}, kRmLogicalMsg, 0, ClientId{0}, records++);
+        build_record(buf.data(), len, Xid{0}, kRmHeap, 0, ClientId{0}, records++);
     wal->insert(procs[0], buf.data(), len, crc);
   }
   uint64_t pos() const { return wal->strategy.reserved_end().value; }

@@ -44,7 +44,7 @@ struct TestWal {
   }
   S& strategy() { return wal->strategy; }
   Wal<TP, S>::Inserted insert(uint32_t client, uint32_t len) {
-    const uint32_t crc = build_record(buf.data(), len, Xid{0}, kRmLogicalMsg, 0,
+    const uint32_t crc = build_record(buf.data(), len, Xid{0}, kRmHeap, 0,
                                       ClientId{client}, records++);
     return wal->insert(procs[client], buf.data(), len, crc);
   }

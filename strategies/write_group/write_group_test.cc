@@ -52,7 +52,7 @@ GroupRun run_group(const WriteGroupParams& params, uint32_t clients, uint32_t co
           [&, i] {
             std::vector<uint8_t> buf(len);
             for (uint32_t k = 0; k < per_client; ++k) {
-              const uint32_t crc = build_record(buf.data(), len, Xid{0}, kRmLogicalMsg, 0,
+              const uint32_t crc = build_record(buf.data(), len, Xid{0}, kRmHeap, 0,
                                                 ClientId{i}, counts[i]++);
               wal.insert(procs[static_cast<int32_t>(i)], buf.data(), len, crc);
             }

@@ -1,0 +1,132 @@
+// Full-page images of the pgbench workloads (core/cell/full_page_images.h, workload.full_page_writes):
+// the cycle-averaged first-touch probability, pgbench's table sizes, and the WAL bytes per
+// transaction a simulated tpcb_like cell writes right after a checkpoint (every touch is a
+// page's first), in the steady state (each page imaged once per long cycle) and with
+// full_page_writes off (PROTOCOLS.md section 7's 434 B/txn, 459 as walbench counts it).
+#include <catch2/catch.hpp>
+
+#include "harness/config.h"
+#include "core/cell/full_page_images.h"
+#include "tests/conformance.h"
+
+using namespace walbench;
+using namespace walbench::conformance;
+
+namespace {
+
+CellSpec tpcb_cell(bool full_page_writes, double checkpoint_s, uint32_t scale) {
+  CellSpec spec;
+  spec.strategy = "insert_locks";
+  spec.strategy_params = {{"insertingat", "waitlist"}};
+  spec.clients = 4;
+  spec.platform.kind = "sim";
+  spec.platform.sim = {{"preset", "cascadelake_2s"}};
+  spec.workload.name = "tpcb_like";
+  spec.workload.client_overhead_us = 20;
+  spec.workload.client_overhead_jitter = 0.3;
+  spec.workload.full_page_writes = full_page_writes;
+  spec.workload.checkpoint_timeout_s = checkpoint_s;
+  spec.workload.scale = scale;
+  spec.commit.synchronous_commit = false;
+  spec.wal.wal_buffers = 512;
+  spec.run.seed = 7;
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("full-page images: first-touch probability and pgbench's tables", "[fpw]") {
+  // pgbench_accounts at scale 1 is 1640 pages (61 rows per page); 100 branches share a page.
+  CHECK(pgbench_table_pages(PgbenchTable::kAccounts, 1) == 1640);
+  CHECK(pgbench_table_pages(PgbenchTable::kAccounts, 100) == 163935);
+  CHECK(pgbench_table_pages(PgbenchTable::kBranches, 100) == 1);
+  CHECK(pgbench_table_pages(PgbenchTable::kTellers, 100) == 6);
+  CHECK(pgbench_table_pages(PgbenchTable::kHistory, 100) == 1);
+  CHECK(full_page_image_bytes(PgbenchTable::kAccounts) == 5 + 8192 - 116);
+  // No rate yet, or a cycle far shorter than the time to touch every page: every touch is first.
+  CHECK(first_touch_probability(1000, 0, 300) == 1.0);
+  CHECK(first_touch_probability(1e6, 1, 1e-3) == Approx(1.0).epsilon(1e-6));
+  // A page touched x = 50 times per cycle is imaged once: p = (1 - e^-50) / 50.
+  CHECK(first_touch_probability(100, 50.0 / 300.0 * 100, 300) == Approx(1.0 / 50));
+  // x = 1: (1 - 1/e).
+  CHECK(first_touch_probability(1000, 1000.0 / 300.0, 300) == Approx(1.0 - std::exp(-1.0)));
+}
+
+TEST_CASE("full-page images: WAL bytes per transaction right after a checkpoint vs steady state",
+          "[fpw][sim]") {
+  auto per_txn = [](const Outcome& o) {
+    REQUIRE(o.window.txns > 50);
+    return static_cast<double>(o.window.wal_bytes) / static_cast<double>(o.window.txns);
+  };
+  const Outcome off = run_cell(tpcb_cell(false, 300, 100), 0.05);
+  CHECK(off.verify.ok);
+  CHECK_FALSE(off.model.contains("full_page_images"));
+  // PROTOCOLS.md section 7's 434 B/txn with fpw off, + 10 (the commit's tag), + MAXALIGN padding
+  // of each record as reserved: 459 (configs/README.md's workload table).
+  CHECK(per_txn(off) == Approx(459).epsilon(0.04));  // (434 would fail)
+
+  // Right after a checkpoint (a 1 us cycle: no page is touched twice in it): every record that
+  // modifies a page carries its image: accounts 1.3 x 8081, pkey 0.3 x 7365, tellers and
+  // branches 8197 each, history 4113 on top of the 459 B of records.
+  const Outcome fresh = run_cell(tpcb_cell(true, 1e-6, 100), 0.05);
+  CHECK(fresh.verify.ok);
+  const double images_per_txn = 1.3 * 8081 + 0.3 * 7365 + 8197 + 8197 + 4113;
+  CHECK(per_txn(fresh) == Approx(459 + images_per_txn).epsilon(0.05));
+  CHECK(fresh.model["full_page_images"].get<double>() / static_cast<double>(fresh.window.txns) ==
+        Approx(1.3 + 0.3 + 3).epsilon(0.05));
+
+  // Steady state at scale 1 with the default 5-minute cycle: every page is touched thousands of
+  // times per cycle, so images are a small fraction of a transaction's bytes.
+  const Outcome steady = run_cell(tpcb_cell(true, 300, 1), 0.05);
+  CHECK(steady.verify.ok);
+  // Only each client's first touch of each table (no rate yet: p = 1) carries an image.
+  const auto images = steady.model["full_page_images"].get<uint64_t>();
+  CHECK(images >= 4 * 4);  // accounts, tellers, branches, history; the pkey on a non-HOT update
+  CHECK(images <= 4 * 5 + 2);
+  CHECK(per_txn(steady) < 1.3 * per_txn(off));
+}
+
+TEST_CASE("full-page images: the workload keys parse, and bad values get one-line errors naming "
+          "the key", "[fpw][config]") {
+  auto expand = [](const std::string& workload) {
+    return expand_matrix(nlohmann::ordered_json::parse(
+                             R"({"strategy": "insert_locks", "workload": )" + workload + "}"),
+                         "fpw.json");
+  };
+  const std::vector<CellSpec> cells = expand(
+      R"({"name": "tpcb_like", "full_page_writes": false, "checkpoint_timeout_s": 900, "scale": 100})");
+  REQUIRE(cells.size() == 1);
+  CHECK_FALSE(cells[0].workload.full_page_writes);
+  CHECK(cells[0].workload.checkpoint_timeout_s == 900);
+  CHECK(cells[0].workload.scale == 100);
+  const CellSpec defaults = expand(R"({"name": "simple_update"})").at(0);
+  CHECK_FALSE(defaults.workload.full_page_writes);  // off unless asked (spec.h says why)
+  CHECK(defaults.workload.checkpoint_timeout_s == 300);
+  CHECK(defaults.workload.scale == 1);
+  auto error_of = [&](const std::string& workload) -> ConfigError {
+    try {
+      expand(workload);
+    } catch (const ConfigError& e) {
+      return e;
+    }
+    FAIL("no ConfigError for " << workload);
+    throw std::logic_error("unreachable");
+  };
+  struct Bad {
+    const char* workload;
+    const char* json_path;
+  };
+  for (const Bad& bad : {Bad{R"({"checkpoint_timeout_s": -5})", "/workload/checkpoint_timeout_s"},
+                         Bad{R"({"checkpoint_timeout_s": 0})", "/workload/checkpoint_timeout_s"},
+                         Bad{R"({"checkpoint_timeout_s": 1e9})", "/workload/checkpoint_timeout_s"},
+                         Bad{R"({"scale": 0})", "/workload/scale"},
+                         Bad{R"({"scale": 2.5})", "/workload/scale"},
+                         Bad{R"({"full_page_writes": "on"})", "/workload/full_page_writes"}}) {
+    INFO(bad.workload);
+    const ConfigError e = error_of(bad.workload);
+    CHECK(e.file == "fpw.json");
+    CHECK(e.json_path == bad.json_path);
+    CHECK_FALSE(e.expected.empty());
+    CHECK(std::string(e.what()).find('\n') == std::string::npos);
+  }
+}
