@@ -74,6 +74,8 @@ std::vector<std::pair<std::string, std::string>> server_settings(const CellSpec&
       {"wal_writer_delay",
        absl::StrFormat("%dms", static_cast<int64_t>(std::llround(cell.commit.wal_writer_delay_ms)))},
       {"wal_writer_flush_after", std::to_string(cell.commit.wal_writer_flush_after)},
+      // The model's pgbench workloads write full-page images only when asked (off by default).
+      {"full_page_writes", on_off(cell.workload.full_page_writes)},
   };
   if (!cell.platform.postgres.shared_buffers.empty())
     s.emplace_back("shared_buffers", cell.platform.postgres.shared_buffers);

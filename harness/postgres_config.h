@@ -6,6 +6,7 @@
 //   wal.wal_buffers -> wal_buffers (pages of XLOG_BLCKSZ)   wal.fsync -> fsync
 //   wal.segment_size -> initdb --wal-segsize                commit.synchronous_commit
 //   commit.wal_writer_delay_ms -> wal_writer_delay          commit.wal_writer_flush_after
+//   workload.full_page_writes -> full_page_writes (off by default, as the model's)
 // The platform block holds only what the model has not: bindir, dsn, max_connections,
 // shared_buffers, wal_dir. What the server's build fixes (the WAL locking strategy, atomics,
 // spinlocks, the CLOG strategy) cannot be configured: a postgres config names no strategy and

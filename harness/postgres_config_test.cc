@@ -57,6 +57,7 @@ TEST_CASE("a postgres config names no strategy and maps the model's sections ont
   CHECK(setting(s, "synchronous_commit") == "off");
   CHECK(setting(s, "wal_writer_delay") == "10ms");
   CHECK(setting(s, "max_connections") == "20");
+  CHECK(setting(s, "full_page_writes") == "off");  // the model's default
   CHECK(setting(s, "shared_buffers") == "256MB");
   CHECK(wal_segsize_mb(cells[0]) == 64);
   // Without shared_buffers, initdb's value stays.
