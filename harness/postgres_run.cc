@@ -55,6 +55,7 @@ class PgConnection {
       conn_ = nullptr;
       throw PostgresError("cannot connect to the server (" + conninfo + "): " + why);
     }
+    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);  // "does not exist, skipping"
   }
   ~PgConnection() {
     if (conn_ != nullptr) PQfinish(conn_);
@@ -468,30 +469,8 @@ PostgresRuns::Server& PostgresRuns::server_for(const CellSpec& cell, std::ostrea
 
 namespace {
 
-// The pgbench connection of a dsn server: its conninfo's parts (libpq parses it).
-std::vector<std::string> dsn_connection_args(const std::string& dsn) {
-  char* errmsg = nullptr;
-  PQconninfoOption* opts = PQconninfoParse(dsn.c_str(), &errmsg);
-  if (opts == nullptr) {
-    const std::string why = errmsg != nullptr ? errmsg : "cannot parse it";
-    PQfreemem(errmsg);
-    throw PostgresError("platform.dsn \"" + dsn + "\": " + why);
-  }
-  std::vector<std::string> args;
-  for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
-    if (o->val == nullptr || *o->val == '\0') continue;
-    const std::string k = o->keyword;
-    if (k == "host" || k == "hostaddr") args.insert(args.end(), {"-h", o->val});
-    else if (k == "port") args.insert(args.end(), {"-p", o->val});
-    else if (k == "user") args.insert(args.end(), {"-U", o->val});
-    else if (k == "dbname") args.push_back(std::string("--dbname=") + o->val);
-  }
-  PQconninfoFree(opts);
-  return args;
-}
-
 // pgbench's argv against the run's server: pgbench_args() for a throwaway cluster; for a dsn
-// server its -h/-U/-p/database replaced by the dsn's.
+// server without -h/-p/-U, the dsn in place of the database (pgbench expands a conninfo there).
 std::vector<std::string> connection_fixed(std::vector<std::string> args, bool own_cluster,
                                           const std::string& dsn) {
   if (own_cluster) return args;
@@ -501,11 +480,10 @@ std::vector<std::string> connection_fixed(std::vector<std::string> args, bool ow
       ++i;
       continue;
     }
-    if (i + 1 == args.size() && args[i] == "postgres") continue;  // the database
+    if (i + 1 == args.size()) continue;  // the database, last
     out.push_back(args[i]);
   }
-  const auto conn = dsn_connection_args(dsn);
-  out.insert(out.begin() + 1, conn.begin(), conn.end());
+  out.push_back(dsn);
   return out;
 }
 
