@@ -198,6 +198,13 @@ TEST_CASE("a tiny postgres run: cells measured, report prints, nothing left behi
   REQUIRE(report.wait_exit() == 0);
   INFO("report: " << report.out() << report.err());
   CHECK(report.out().find("postgres") != std::string::npos);
+
+  // A cell's entry gives a postgres config back (no strategy, no model-only keys).
+  Child rerun(cwd, tmp.dir.path.string(), {"rerun", "pg-result.json", "--cell", "1", "-o",
+                                           "rerun.json", "-q"});
+  CHECK(rerun.wait_exit() == 0);
+  INFO("rerun: " << rerun.out() << rerun.err());
+  CHECK(rerun.out().find("cell 2/2 postgres clients=2") != std::string::npos);
   check_nothing_left(tmp);
 }
 

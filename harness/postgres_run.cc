@@ -411,7 +411,22 @@ PostgresRuns::Server& PostgresRuns::server_for(const CellSpec& cell, std::ostrea
     for (const auto& [name, value] : server_settings(cell)) key += name + "=" + value + "\n";
   }
   if (server_ && server_->key == key) return *server_;
+  if (key == failed_key_)  // no second wait for a server that did not come up
+    throw PostgresError(failed_error_ + " (for an earlier cell; not tried again)");
   finish();  // another server: stop the old one first
+  try {
+    return start_server(cell, key, bindir, err, quiet);
+  } catch (const std::exception& e) {
+    failed_key_ = key;
+    failed_error_ = e.what();
+    throw;
+  }
+}
+
+PostgresRuns::Server& PostgresRuns::start_server(const CellSpec& cell, const std::string& key,
+                                                 const std::string& bindir, std::ostream& err,
+                                                 bool quiet) {
+  const PostgresSpec& spec = cell.platform.postgres;
 
   auto s = std::make_unique<Server>();
   s->key = key;

@@ -96,8 +96,11 @@ class PostgresRuns {
  private:
   struct Server;
   Server& server_for(const CellSpec& cell, std::ostream& err, bool quiet);
+  Server& start_server(const CellSpec& cell, const std::string& key, const std::string& bindir,
+                       std::ostream& err, bool quiet);
 
   std::unique_ptr<Server> server_;
+  std::string failed_key_, failed_error_;  // the last server that could not be started, and why
 };
 
 }  // namespace walbench
