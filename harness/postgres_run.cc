@@ -454,8 +454,8 @@ PostgresRuns::Server& PostgresRuns::start_server(const CellSpec& cell, const std
                           "--with-postgres) or give platform.bindir");
     s->conninfo = spec.dsn;
   }
-  server_ = std::move(s);  // from here on finish() cleans up
-  Server& sv = *server_;
+  // Until it is server_, an exception here destroys s: the observer, then the cluster (stopped).
+  Server& sv = *s;
   sv.observer = std::make_unique<PgConnection>(sv.conninfo);
   ojson about;
   about["version"] = sv.observer->value("SELECT version()");
@@ -479,7 +479,8 @@ PostgresRuns::Server& PostgresRuns::start_server(const CellSpec& cell, const std
     settings[row[0]] = row[2].empty() ? row[1] : row[1] + " " + row[2];
   about["settings"] = std::move(settings);
   sv.about = std::move(about);
-  return sv;
+  server_ = std::move(s);  // from here on finish() cleans up
+  return *server_;
 }
 
 namespace {
@@ -500,6 +501,37 @@ std::vector<std::string> connection_fixed(std::vector<std::string> args, bool ow
   }
   out.push_back(dsn);
   return out;
+}
+
+// pgbench's backends report their WAL counters to pg_stat_wal as they exit, which is after
+// pgbench itself exited: wait (up to 5 s) until none is left.
+void wait_for_pgbench_backends_to_exit(PgConnection& observer) {
+  for (int i = 0; i < 500; ++i) {
+    if (observer.value("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                       "'pgbench' AND backend_type = 'client backend'") == "0")
+      return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// Every transaction of pgbench's per-thread logs (DIR/log.PID, DIR/log.PID.1, ...).
+std::vector<PgbenchLogEntry> read_pgbench_logs(const std::string& dir) {
+  std::vector<PgbenchLogEntry> log;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("log.", 0) != 0) continue;
+    std::ifstream in(entry.path());
+    size_t lineno = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++lineno;
+      const auto e = parse_pgbench_log_line(line);
+      if (!e)
+        throw PostgresError(absl::StrFormat(
+            "pgbench's log %s line %d is not a transaction: \"%s\"", name, lineno, line));
+      log.push_back(*e);
+    }
+  }
+  return log;
 }
 
 }  // namespace
@@ -646,29 +678,9 @@ RepResult PostgresRuns::run_repetition(const CellSpec& cell, uint64_t seed, bool
         error = e.what();
       }
     }
-    // Its backends report their WAL counters as they exit: wait for them to be gone.
-    for (int i = 0; i < 500; ++i) {
-      if (sv->observer->value("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                              "'pgbench' AND backend_type = 'client backend'") == "0")
-        break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    wait_for_pgbench_backends_to_exit(*sv->observer);
     const WalStats wal1 = read_wal_stats(*sv->observer);
-
-    std::vector<PgbenchLogEntry> log;
-    for (const auto& entry : fs::directory_iterator(dir.path)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind("log.", 0) != 0) continue;
-      std::ifstream in(entry.path());
-      size_t lineno = 0;
-      for (std::string line; std::getline(in, line);) {
-        ++lineno;
-        const auto e = parse_pgbench_log_line(line);
-        if (!e) throw PostgresError(absl::StrFormat("pgbench's log %s line %d is not a transaction: \"%s\"",
-                                                    name, lineno, line));
-        log.push_back(*e);
-      }
-    }
+    const std::vector<PgbenchLogEntry> log = read_pgbench_logs(dir.path);
 
     if (!error.empty()) {
       null_numbers();
