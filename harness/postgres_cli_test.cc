@@ -190,7 +190,7 @@ TEST_CASE("a tiny postgres run: cells measured, report prints, nothing left behi
     // emit_message, transactional: a message and a commit record per transaction.
     CHECK(rep["per_txn"]["records"].get<double>() >= 2.0);
     CHECK(rep["per_txn"]["records"].get<double>() < 2.5);
-    CHECK(rep["progress"].size() == 4);  // -T 1 s in 0.25 s intervals
+    CHECK(rep["progress"].size() == 8);  // -T 2 s (0.3 + 0.5 + 0.5 rounded up) in 0.25 s steps
     CHECK(!rep["wait_events"].empty());
   }
 

@@ -43,6 +43,9 @@ double now_epoch_s() {
 
 // The sampler's period: the threads platform's (threads_monitor.cc).
 constexpr double kSamplePeriodS = 0.010;
+// pgbench runs this much past the window's end at least (its -T is whole seconds and starts
+// when pgbench does, after walbench's clock): a loaded machine must not end it first.
+constexpr double kPgbenchTailS = 0.5;
 
 // One libpq connection; every call throws PostgresError with the server's message.
 class PgConnection {
@@ -565,7 +568,7 @@ RepResult PostgresRuns::run_repetition(const CellSpec& cell, uint64_t seed, bool
   }
   const bool pgbench_tables = cell.workload.name != "emit_message";
   const RunSpec& rs = cell.run;
-  const int seconds = std::max(1, static_cast<int>(std::ceil(rs.warmup_s + rs.duration_s - 1e-9)));
+  const int seconds = static_cast<int>(std::ceil(rs.warmup_s + rs.duration_s + kPgbenchTailS));
   const bool live_progress = !quiet && rs.progress_interval_s > 0;
   const int progress_s = live_progress ? std::max(1, static_cast<int>(std::lround(rs.progress_interval_s))) : 0;
 

@@ -15,8 +15,9 @@
 // created at the end.
 //
 // One repetition, in order:
-//   1. pg_stat_wal is read, then pgbench starts (-c/-j clients, -T warm-up + duration rounded up
-//      to whole seconds, -l: every transaction logged with its latency and end time).
+//   1. pg_stat_wal is read, then pgbench starts (-c/-j clients, -T warm-up + duration + 0.5 s
+//      rounded up to whole seconds, so that pgbench outlives the window even when its clock
+//      starts late; -l: every transaction logged with its latency and end time).
 //   2. The monitor loop (this thread) relays pgbench's -P progress lines as walbench's, opens the
 //      timed window after warm-up (wall clock, pg_current_wal_insert_lsn()), samples the
 //      clients' wait events from pg_stat_activity every 10 ms inside it, closes it duration_s
