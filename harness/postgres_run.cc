@@ -50,8 +50,13 @@ constexpr double kPgbenchTailS = 0.5;
 // One libpq connection; every call throws PostgresError with the server's message.
 class PgConnection {
  public:
+  // `conninfo` in either form (key=value or a URI); no query waits more than a minute.
   explicit PgConnection(const std::string& conninfo) {
-    conn_ = PQconnectdb((conninfo + " connect_timeout=10 application_name=walbench").c_str());
+    const char* const keywords[] = {"dbname", "connect_timeout", "application_name", "options",
+                                    nullptr};
+    const char* const values[] = {conninfo.c_str(), "10", "walbench",
+                                  "-c statement_timeout=60s", nullptr};
+    conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
     if (PQstatus(conn_) != CONNECTION_OK) {
       const std::string why = one_line(PQerrorMessage(conn_));
       PQfinish(conn_);
