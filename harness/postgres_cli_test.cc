@@ -1,6 +1,7 @@
 // platform "postgres" end to end through the walbench binary (harness/postgres_run.h): a tiny
 // run starts a throwaway cluster, runs pgbench, writes cells that `report` prints, and leaves
-// no process and no directory behind; a real SIGINT mid-run does the same and leaves a whole
+// no process and no directory behind; a run against an existing server (platform.dsn) creates
+// and drops only its own tables; a real SIGINT mid-run leaves nothing behind and a whole
 // result file. Skipped, with a message, where PostgreSQL's programs are not installed
 // (scripts/setup.sh --with-postgres). Each takes a few seconds.
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <libpq-fe.h>
 #include <nlohmann/json.hpp>
 
 #include "harness/postgres_config.h"
@@ -206,6 +208,63 @@ TEST_CASE("a tiny postgres run: cells measured, report prints, nothing left behi
   INFO("rerun: " << rerun.out() << rerun.err());
   CHECK(rerun.out().find("cell 2/2 postgres clients=2") != std::string::npos);
   check_nothing_left(tmp);
+}
+
+namespace {
+
+// The one value `sql` returns on the server at `conninfo`.
+std::string query_value(const std::string& conninfo, const std::string& sql) {
+  PGconn* conn = PQconnectdb(conninfo.c_str());
+  INFO(PQerrorMessage(conn));
+  REQUIRE(PQstatus(conn) == CONNECTION_OK);
+  PGresult* res = PQexec(conn, sql.c_str());
+  INFO(PQerrorMessage(conn));
+  const bool ok = PQresultStatus(res) == PGRES_TUPLES_OK || PQresultStatus(res) == PGRES_COMMAND_OK;
+  const std::string value = ok && PQntuples(res) > 0 ? PQgetvalue(res, 0, 0) : "";
+  PQclear(res);
+  PQfinish(conn);
+  REQUIRE(ok);
+  return value;
+}
+
+}  // namespace
+
+TEST_CASE("platform.dsn: walbench creates pgbench's tables, drops them, and refuses others'",
+          "[postgres][cli]") {
+  if (!postgres_installed()) return;
+  TempDir cwd;
+  ScratchTmp tmp;
+  ::setenv("TMPDIR", tmp.dir.path.c_str(), 1);  // this process starts the server
+  ServerOptions o;
+  o.bindir = default_bindir();
+  o.settings = {{"fsync", "off"}, {"max_connections", "20"}};
+  PostgresServer server(o);
+  ::unsetenv("TMPDIR");
+  const std::string tables =
+      "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'pgbench%'";
+  cwd.write("dsn.json", R"({"platform": {"kind": "postgres", "dsn": ")" + server.conninfo() + R"("},
+    "workload": {"name": "simple_update"},
+    "run": {"warmup_s": 0.2, "duration_s": 0.3, "progress_interval_s": 0, "verify": false},
+    "matrix": {"clients": [1, 2]}})");
+  {
+    Child run(cwd, tmp.dir.path.string(), {"run", "dsn.json", "-o", "dsn-result.json"});
+    const int rc = run.wait_exit();
+    INFO("stdout: " << run.out() << "\nstderr: " << run.err());
+    CHECK(rc == 0);
+    CHECK(run.err().find("started PostgreSQL") == std::string::npos);  // it uses the server
+    const auto doc = nlohmann::json::parse(slurp(cwd.file("dsn-result.json")));
+    REQUIRE(doc["cells"].size() == 2);
+    CHECK(doc["cells"][1]["repetitions"][0]["server"]["cluster"] == "dsn");
+    CHECK(doc["cells"][1]["repetitions"][0]["txns"].get<uint64_t>() > 0);
+  }
+  CHECK(query_value(server.conninfo(), tables) == "0");  // dropped at the end
+
+  query_value(server.conninfo(), "CREATE TABLE pgbench_branches (bid int)");  // someone's
+  Child again(cwd, tmp.dir.path.string(), {"run", "dsn.json", "-o", "again.json", "-q"});
+  CHECK(again.wait_exit() == 1);
+  INFO("stdout: " << again.out());
+  CHECK(again.out().find("pgbench -i would drop them") != std::string::npos);
+  CHECK(query_value(server.conninfo(), tables) == "1");  // left as it was
 }
 
 TEST_CASE("SIGINT mid-run: the server stops, nothing is left, the result file is whole",
