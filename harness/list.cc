@@ -266,9 +266,13 @@ Entry postgres_entry() {
           "pg_ctl start on a free port, stopped and removed at the end, also on error and "
           "SIGINT), or an existing one (dsn). As root the cluster runs as the OS user "
           "\"walbench\" when it exists, else \"nobody\" (PostgreSQL refuses root). Server "
-          "settings come from wal.wal_buffers, wal.fsync, wal.segment_size and commit.*; the "
-          "server's build is the strategy (a postgres config names none). Not built yet: running "
-          "cells (pgbench, observation); such a cell fails saying so",
+          "settings come from wal.wal_buffers, wal.fsync, wal.segment_size, commit.* and "
+          "workload.full_page_writes; the server's build is the strategy (a postgres config "
+          "names none). pgbench drives each cell (emit_message as a custom script, "
+          "simple_update -N, tpcb_like); the window, latency and progress come from its "
+          "per-transaction log, WAL bytes from pg_current_wal_insert_lsn(), per-transaction "
+          "WAL figures from pg_stat_wal, wait events from pg_stat_activity every 10 ms "
+          "(harness/RESULTS.md \"platform postgres\")",
           {
               {"bindir", "string", "\"\" (pg_config --bindir, else " + std::string(kDebianBindir) + ")",
                "a directory", "PostgreSQL's programs (initdb, pg_ctl, postgres, pgbench): any "

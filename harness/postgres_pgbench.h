@@ -1,6 +1,6 @@
 // pgbench as the client driver of platform "postgres" (issue 13, load): the command line and
-// custom script of a cell's workload, and pgbench's output parsed. Not yet called by the
-// runner; harness/postgres_server.h provides the server.
+// custom script of a cell's workload, and pgbench's output parsed. harness/postgres_run.h runs
+// it against the server of harness/postgres_server.h.
 //
 // Workloads: emit_message = a custom script, one `SELECT pg_logical_emit_message(T, 'walbench',
 // repeat('0', N))` per transaction (T = workload.transactional; a uniform size draws N with
