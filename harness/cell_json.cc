@@ -9,6 +9,7 @@
 #include "core/platform/sim.h"
 #include "harness/config.h"
 #include "harness/measure.h"
+#include "harness/postgres_config.h"
 
 namespace walbench {
 
@@ -24,6 +25,12 @@ json to_json(const PlatformSpec& p) {
     if (p.sim.contains("preset_file")) j["preset_file"] = p.sim["preset_file"];
     j["sim"] = SimConfig::from_json(machine, "/platform").to_json();
   }
+  if (p.kind == "postgres")
+    j["postgres"] = {{"bindir", resolve_bindir(p.postgres)},
+                     {"dsn", p.postgres.dsn},
+                     {"max_connections", p.postgres.max_connections},
+                     {"shared_buffers", p.postgres.shared_buffers},
+                     {"wal_dir", p.postgres.wal_dir}};
   return j;
 }
 
@@ -94,6 +101,42 @@ ojson cell_setup_json(const CellSpec& cell) {
   return c;
 }
 
+namespace {
+
+// config_of_cell for a platform "postgres" cell: no strategy (the build is the strategy; a
+// label other than the default becomes an override variant's), only the keys a postgres config
+// takes (harness/config_postgres.cc: no model-only keys, no server settings with a dsn).
+ojson postgres_config_of_cell(const json& cell, const std::string& where) {
+  ojson platform = {{"kind", "postgres"}};
+  const bool dsn = cell["platform"].contains("postgres") &&
+                   !cell["platform"]["postgres"].value("dsn", std::string()).empty();
+  if (cell["platform"].contains("postgres"))
+    for (const auto& [k, v] : cell["platform"]["postgres"].items())
+      if (!(v.is_string() && v.get<std::string>().empty()) && !(dsn && k != "bindir" && k != "dsn"))
+        platform[k] = v;
+  ojson workload = ojson(cell["workload"]);
+  for (const char* k : {"record_size_label", "client_overhead_us", "client_overhead_jitter",
+                        "payload_ns_per_byte"})
+    workload.erase(k);
+  ojson config;
+  config["description"] = "rerun of " + where;
+  config["platform"] = platform;
+  if (!dsn) {
+    config["wal"] = {{"wal_buffers", cell["wal"]["wal_buffers"]},
+                     {"fsync", cell["wal"]["fsync"]},
+                     {"segment_size", cell["wal"]["segment_size"]}};
+    config["commit"] = ojson(cell["commit"]);
+  }
+  config["workload"] = workload;
+  config["run"] = ojson(cell["run"]);
+  config["matrix"] = {{"clients", ojson::array({cell["clients"]})}};
+  if (cell["label"] != "postgres")
+    config["matrix"]["variants"] = ojson::array({{{"label", cell["label"]}, {"set", ojson::object()}}});
+  return config;
+}
+
+}  // namespace
+
 ojson config_of_cell(const json& cell, const std::string& where) {
   for (const char* k : {"label", "strategy", "params", "clients", "platform", "workload", "wal",
                         "commit", "clog", "run"})
@@ -127,6 +170,7 @@ ojson config_of_cell(const json& cell, const std::string& where) {
   if (!clog.contains("hint_bit_miss")) clog["hint_bit_miss"] = 0;
   ojson config;
   config["description"] = "rerun of " + where;
+  if (pf["kind"] == "postgres") return postgres_config_of_cell(cell, where);
   config["platform"] = platform;
   config["wal"] = ojson(cell["wal"]);
   config["commit"] = ojson(cell["commit"]);

@@ -15,9 +15,38 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/platform/sim.h"
+#include "harness/postgres_config.h"
 #include "strategies/strategy.h"
 
 namespace walbench::config_internal {
+
+namespace {
+
+std::string want_nonempty_string(const OJson& v, const Where& w, const std::string& expected) {
+  if (!v.is_string() || v.get<std::string>().empty()) fail(w, found(v), expected);
+  return v.get<std::string>();
+}
+
+// A PostgreSQL memory value: "128MB", or an integer (pages of 8 kB, as postgresql.conf reads it).
+std::string want_memory_setting(const OJson& v, const Where& w) {
+  const char* expected = "a PostgreSQL memory value such as \"1GB\" or \"128MB\" (units kB, MB, GB, "
+                         "TB), or an integer number of 8 kB pages";
+  if (v.is_number_integer()) {
+    if (v.get<int64_t>() < 16) fail(w, show(v) + " is out of range", expected);
+    return std::to_string(v.get<int64_t>());
+  }
+  if (!v.is_string() || !is_memory_setting(v.get<std::string>())) fail(w, found(v), expected);
+  return v.get<std::string>();
+}
+
+std::string want_absolute_path(const OJson& v, const Where& w) {
+  const char* expected = "an absolute directory path (pg_wal goes to a fresh directory under it)";
+  if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>()[0] != '/')
+    fail(w, found(v), expected);
+  return v.get<std::string>();
+}
+
+}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // The fields of the top-level sections. NB: must match the structs in core/cell/spec.h and the
@@ -27,7 +56,29 @@ const std::vector<FieldDef>& field_defs() {
   static const std::vector<FieldDef> defs = {
       {"platform", "kind",
        [](CellSpec& c, const OJson& v, const Where& w) {
-         c.platform.kind = want_string(v, w, {"threads", "sim"});
+         c.platform.kind = want_string(v, w, {"threads", "sim", "postgres"});
+       }},
+      // kind "postgres" only (harness/postgres_config.h).
+      {"platform", "bindir",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.platform.postgres.bindir = want_nonempty_string(v, w, "a PostgreSQL bin directory");
+       }},
+      {"platform", "dsn",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.platform.postgres.dsn =
+             want_nonempty_string(v, w, "a libpq connection string (\"host=... dbname=...\")");
+       }},
+      {"platform", "max_connections",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.platform.postgres.max_connections = static_cast<uint32_t>(want_int(v, w, 1, 262143));
+       }},
+      {"platform", "shared_buffers",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.platform.postgres.shared_buffers = want_memory_setting(v, w);
+       }},
+      {"platform", "wal_dir",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.platform.postgres.wal_dir = want_absolute_path(v, w);
        }},
       // NB: the choices must match strategies/make_cell.h.
       {"platform", "atomics",

@@ -6,6 +6,7 @@
 //   config_matrix.cc    the plan (every key validated once), matrix expansion, cross-field and
 //                       host-limit checks on each cell
 //   config_override.cc  --set PATH=VALUE
+//   config_postgres.cc  platform "postgres": its variant and its cross-field checks
 #pragma once
 
 #include <cstdint>
@@ -118,6 +119,17 @@ struct Variant {
   bool label_given = false;
 };
 Variant parse_variant(const OJson& v, const Where& w);
+
+// ---- platform "postgres" (config_postgres.cc) ---------------------------------------------
+
+// The one strategy variant of a postgres config, which names none: strategy "server".
+Variant server_variant(const Where& root);
+// A key that only platform "postgres" takes, given to platform `kind`: fails.
+void reject_postgres_key(const std::string& key, const Where& w, const std::string& kind);
+// Cross-field checks of a postgres cell, and of postgres-only values on other cells; `src`
+// maps a dotted field to the JSON path that set it (absent: the default).
+void check_postgres_cell(const CellSpec& c, const std::map<std::string, std::string>& src,
+                         const std::string& file);
 
 // ---- the plan and the matrix (config_matrix.cc) -------------------------------------------
 

@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/platform/sim.h"
+#include "harness/postgres_config.h"
 #include "strategies/strategy.h"
 
 namespace walbench {
@@ -140,6 +141,7 @@ void parse_sim_platform(PlatformSpec& p, const OJson& v, const Where& w,
     const bool platform_field =
         std::find(platform_keys.begin(), platform_keys.end(), it.key()) != platform_keys.end();
     if (platform_field && it.key() != "kind") {
+      reject_postgres_key(it.key(), w / it.key(), "sim");
       CellSpec tmp;
       find_field("platform." + it.key())->apply(tmp, it.value(), w / it.key());
       if (it.key() == "atomics") p.atomics = tmp.platform.atomics;
@@ -437,10 +439,24 @@ Plan parse_plan(const OJson& config, const std::string& file, const std::string&
     });
   if (!plan.variants_from_matrix) plan.variants = top_variant;
   // (A variant that failed was reported; "no strategy" would only repeat it.)
+  // A postgres server's build is its strategy (harness/postgres_config.h).
+  if (plan.variants.empty() && !variant_failed && plan.base.platform.kind == "postgres")
+    plan.variants.push_back(server_variant(root));
   if (plan.variants.empty() && !variant_failed)
     fail(root, "no strategy given",
          "\"strategy\": {\"name\": ...} or \"matrix\": {\"strategy\": [...]} (strategies: " +
              absl::StrJoin(strategy_names(), ", ") + ")");
+
+  // A postgres server runs its own build: a strategy given with it is an error of its own.
+  if (plan.base.platform.kind == "postgres")
+    for (const Variant& v : plan.variants)
+      if (v.info != &server_strategy_info())
+        attempt(plan, [&] {
+          fail(v.where, "strategy " + v.info->name + " is a model of the WAL; a PostgreSQL server "
+                        "runs its own build",
+               "no strategy with platform \"postgres\" (label builds by platform.bindir in matrix "
+               "variants)");
+        });
 
   // Labels name report rows: they must tell the variants apart.
   for (size_t i = 0; i < plan.variants.size(); ++i)
@@ -542,6 +558,7 @@ void check_cell(const CellSpec& c, const std::map<std::string, std::string>& src
   if (c.wal.storage == "file" && c.wal.path.empty())
     fail(blame("wal.path", "wal.storage"), "storage \"file\" needs a directory in wal.path",
          "\"wal\": {\"storage\": \"file\", \"path\": \"/some/dir\"}");
+  check_postgres_cell(c, src, file);
   if (!c.workload.transactional && c.workload.name != "emit_message")
     fail(blame("workload.transactional", "workload.name"),
          "workload " + c.workload.name + " is always transactional" + origin("workload.name"),

@@ -17,6 +17,7 @@
 #include "harness/provenance.h"
 #include "harness/runner.h"  // kWalbenchVersion
 #include "core/cell/spec.h"
+#include "harness/postgres_config.h"
 #include "strategies/strategy.h"
 
 
@@ -257,6 +258,37 @@ Entry sim_entry() {
   return e;
 }
 
+// platform "postgres" (harness/postgres_config.h, harness/postgres_server.h).
+Entry postgres_entry() {
+  const PostgresSpec d;
+  return {"postgres", "a PostgreSQL server",
+          "a real server: a throwaway cluster (initdb in a temporary directory, "
+          "pg_ctl start on a free port, stopped and removed at the end, also on error and "
+          "SIGINT), or an existing one (dsn). As root the cluster runs as the OS user "
+          "\"walbench\" when it exists, else \"nobody\" (PostgreSQL refuses root). Server "
+          "settings come from wal.wal_buffers, wal.fsync, wal.segment_size, commit.* and "
+          "workload.full_page_writes; the server's build is the strategy (a postgres config "
+          "names none). pgbench drives each cell (emit_message as a custom script, "
+          "simple_update -N, tpcb_like); the window, latency and progress come from its "
+          "per-transaction log, WAL bytes from pg_current_wal_insert_lsn(), per-transaction "
+          "WAL figures from pg_stat_wal, wait events from pg_stat_activity every 10 ms "
+          "(harness/RESULTS.md \"platform postgres\")",
+          {
+              {"bindir", "string", "\"\" (pg_config --bindir, else " + std::string(kDebianBindir) + ")",
+               "a directory", "PostgreSQL's programs (initdb, pg_ctl, postgres, pgbench): any "
+               "build, a patched one included; label builds by bindir in matrix variants"},
+              {"dsn", "string", "\"\" (a throwaway cluster)", "libpq conninfo",
+               "an existing server instead; its own settings hold"},
+              {"max_connections", "int", std::to_string(d.max_connections), "1..262143",
+               "throwaway cluster; at least clients + 2"},
+              {"shared_buffers", "string", "\"\" (initdb's)", "\"128MB\", \"1GB\", pages",
+               "throwaway cluster"},
+              {"wal_dir", "string", "\"\" (in the data directory)", "an absolute path",
+               "throwaway cluster: pg_wal in a fresh directory under it (a tmpfs), removed at "
+               "the end"},
+          }};
+}
+
 std::vector<Entry> platform_entries() {
   const PlatformSpec d;
   return {
@@ -274,6 +306,7 @@ std::vector<Entry> platform_entries() {
             "atomics then use a separate set of 64 semaphores"},
        }},
       sim_entry(),
+      postgres_entry(),
   };
 }
 

@@ -421,11 +421,12 @@ std::string setup_line_measuring(const json& cell, const json& matrix_rest, cons
   for (size_t i = 0; i < attrs.size(); ++i) s += (i ? ", " : "") + attrs[i];
   s += ")";
 
-  const std::string storage = get_or<std::string>(wal, "storage", "?");
+  const std::string kind = get_or<std::string>(p, "kind", "?");
+  const std::string storage =
+      kind == "postgres" ? "the server's pg_wal" : get_or<std::string>(wal, "storage", "?");
   s += ", storage " + storage;
   const bool fsync = get_or<bool>(wal, "fsync", true);
-  if (storage == "file" || !fsync) s += fsync ? " (fsync on)" : " (fsync off)";
-  const std::string kind = get_or<std::string>(p, "kind", "?");
+  if (storage == "file" || kind == "postgres" || !fsync) s += fsync ? " (fsync on)" : " (fsync off)";
   s += ", platform " + kind;
   // The simulated machine in a few words (the cell holds every parameter).
   if (kind == "sim" && p.contains("sim") && p["sim"].is_object()) {

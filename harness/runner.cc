@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_format.h"
 #include "harness/interrupt.h"
+#include "harness/postgres_run.h"
 #include "harness/provenance.h"
 #include "harness/repetition.h"
 #include "strategies/strategy.h"
@@ -124,6 +125,7 @@ using StuckHandlerFactory = std::function<StuckHandler(CellOutcome&, uint32_t r,
 void start_cell(const CellSpec& cell, const FactoryLookup& lookup, CellOutcome& co) {
   if (co.started || co.interrupted) return;
   co.started = true;
+  if (cell.platform.kind == "postgres") return;  // a server, not a model: PostgresRuns
   try {
     co.factory = lookup(cell);
     if (!co.factory)
@@ -150,14 +152,17 @@ void mark_interrupted(CellOutcome& co, int sig) {
 // Repetition r of a cell (nothing when the cell already failed).
 void run_cell_repetition(const CellSpec& cell, uint32_t r, const FactoryLookup& lookup, bool quiet,
                          std::ostream& err, const StuckHandlerFactory& stuck_handler,
-                         CellOutcome& co, const TraceOptions* trace = nullptr) {
+                         PostgresRuns& postgres, CellOutcome& co,
+                         const TraceOptions* trace = nullptr) {
   if (co.ok && interrupt_signal() != 0) return mark_interrupted(co, interrupt_signal());
   start_cell(cell, lookup, co);
   if (!co.ok) return;
   const uint64_t seed = cell.run.seed + r;
   co.ran = true;
-  RepResult rr = run_repetition(cell, co.factory, seed, quiet, err, stuck_handler(co, r, seed),
-                                r == 0 ? trace : nullptr);
+  RepResult rr = cell.platform.kind == "postgres"
+                     ? postgres.run_repetition(cell, seed, quiet, err)
+                     : run_repetition(cell, co.factory, seed, quiet, err,
+                                      stuck_handler(co, r, seed), r == 0 ? trace : nullptr);
   if (!rr.ok && interrupt_signal() != 0) return mark_interrupted(co, interrupt_signal());
   co.reps.push_back(rr.json);
   if (!rr.ok) {
@@ -170,10 +175,10 @@ void run_cell_repetition(const CellSpec& cell, uint32_t r, const FactoryLookup& 
 // Every repetition of a cell, back to back (stopping at the first failure).
 CellOutcome compute_cell(const CellSpec& cell, const FactoryLookup& lookup, bool quiet,
                          std::ostream& err, const StuckHandlerFactory& stuck_handler,
-                         const TraceOptions* trace = nullptr) {
+                         PostgresRuns& postgres, const TraceOptions* trace = nullptr) {
   CellOutcome co;
   for (uint32_t r = 0; r < repetitions_of(cell) && co.ok; ++r)
-    run_cell_repetition(cell, r, lookup, quiet, err, stuck_handler, co, trace);
+    run_cell_repetition(cell, r, lookup, quiet, err, stuck_handler, postgres, co, trace);
   start_cell(cell, lookup, co);
   return co;
 }
@@ -223,6 +228,9 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
     if (k < entries.size()) entries[k] = entry;
   auto kept = [&](size_t k) { return opts.finished_cells.count(k) > 0; };
   InterruptHandlers interrupt_handlers(opts.output_path);
+  // The server of the postgres cells (harness/postgres_run.h): stopped and removed when this
+  // returns or throws, interrupted runs included.
+  PostgresRuns postgres;
   auto save = [&]() {
     if (opts.output_path.empty()) return;
     if (!opts.shard.is_null()) doc["context"]["shard"]["wall_s"] = seconds(Clock::now() - t_begin);
@@ -324,12 +332,14 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
   auto compute = [&](size_t k) {
     const TraceOptions* traced = k == 0 ? trace : nullptr;
     if (cells[k].platform.kind != "sim")
-      return compute_cell(cells[k], lookup, opts.quiet, err, stuck_handler_for(k), traced);
+      return compute_cell(cells[k], lookup, opts.quiet, err, stuck_handler_for(k), postgres,
+                          traced);
     CellProgressLines lines(err, progress_mutex,
                             "cell " + cell_position(cells[k], k, cells.size()) + " " +
                                 describe_cell(cells[k]) + ": ");
     std::ostream progress(&lines);
-    return compute_cell(cells[k], lookup, opts.quiet, progress, stuck_handler_for(k), traced);
+    return compute_cell(cells[k], lookup, opts.quiet, progress, stuck_handler_for(k), postgres,
+                        traced);
   };
   std::atomic<size_t> next_parallel{0};
   std::vector<std::thread> workers;
@@ -360,8 +370,8 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
       for (size_t k : interleaved) {
         if (r >= repetitions_of(cells[k])) continue;
         CellOutcome& co = rounds[k];
-        run_cell_repetition(cells[k], r, lookup, opts.quiet, err, stuck_handler_for(k), co,
-                            k == 0 ? trace : nullptr);
+        run_cell_repetition(cells[k], r, lookup, opts.quiet, err, stuck_handler_for(k), postgres,
+                            co, k == 0 ? trace : nullptr);
       }
   }
 
@@ -381,6 +391,12 @@ int run_matrix(const std::vector<CellSpec>& cells, const RunOptions& opts, std::
     save();
   }
   join_workers();
+  try {
+    postgres.finish();
+  } catch (const std::exception& e) {  // the cells' numbers stand; what was left behind is said
+    err << "walbench: " << e.what() << '\n';
+    any_failed = true;
+  }
   if (const int sig = interrupt_signal(); sig != 0) {
     size_t finished = 0;
     std::string rerun_rest;  // `walbench rerun` resumes by rerunning the cells it lacks

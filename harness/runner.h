@@ -19,6 +19,10 @@
 //      the clients count their own window at their transaction boundaries (WindowTotals).
 //   5. After the window: stop, join, run->finish(), then run->verify() when run.verify.
 //
+// Cells of platform "postgres" have no model: run_matrix keeps one PostgresRuns
+// (harness/postgres_run.h), which starts the server, runs pgbench for each repetition and
+// returns the same RepResult; it stops the server before run_matrix returns or throws.
+//
 // Failure handling: a factory/client/finish/verify exception or a failed verify marks the cell
 // failed (ok=false, error=message), its remaining repetitions are skipped and the sweep goes on.
 // The watchdog (run.watchdog_s > 0) fails a cell whose total transaction count has not moved for

@@ -17,6 +17,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libabsl-dev libboost-dev libboost-context-dev catch2 libcli11-dev nlohmann-json3-dev libisal-dev
   python3-matplotlib python3-scipy parallel
+  libpq-dev
 )
 if [ "$with_postgres" -eq 1 ]; then
   packages+=(postgresql-15)

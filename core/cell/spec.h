@@ -24,13 +24,25 @@ struct SizeSpec {
   nlohmann::json to_json() const;
 };
 
+// kind "postgres": a real PostgreSQL server (harness/postgres_config.h). The server settings
+// that the model also has come from the model's sections (wal.wal_buffers, wal.fsync,
+// wal.segment_size, commit.*); these are the server's own.
+struct PostgresSpec {
+  std::string bindir;          // a PostgreSQL build's bin directory; "" = `pg_config --bindir`
+  std::string dsn;             // an existing server (libpq conninfo); "" = a throwaway cluster
+  uint32_t max_connections = 100;
+  std::string shared_buffers;  // PostgreSQL memory value ("1GB", "16384"); "" = initdb's
+  std::string wal_dir;         // pg_wal goes to a fresh directory under it (a tmpfs); "" = the data directory
+};
+
 struct PlatformSpec {
-  std::string kind = "threads";     // "threads" | "sim" (simulated many-core machine)
+  std::string kind = "threads";     // "threads" | "sim" (simulated many-core machine) | "postgres"
   // kind "sim": the simulated machine's parameters (SimConfig keys: preset, cores, sockets,
   // latencies, ...), validated by SimConfig::from_json; {} = the default preset.
   nlohmann::json sim = nlohmann::json::object();
   std::string atomics = "native";   // "native" | "emulated" (--disable-atomics)
   std::string spinlocks = "native"; // "native" | "semaphore" (--disable-spinlocks)
+  PostgresSpec postgres;            // kind "postgres" only
 };
 
 struct WalSpec {

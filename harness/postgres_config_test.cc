@@ -1,0 +1,154 @@
+// platform "postgres" in configs: fields, the server variant, the cross-field rules, and the
+// server settings a cell maps to (harness/postgres_config.h).
+#include "harness/postgres_config.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "harness/config.h"
+
+namespace walbench {
+namespace {
+
+using OJson = nlohmann::ordered_json;
+
+std::vector<CellSpec> expand(const std::string& text) {
+  return expand_matrix(OJson::parse(text), "pg.json");
+}
+
+ConfigError error_of(const std::string& text) {
+  try {
+    expand(text);
+  } catch (const ConfigError& e) {
+    return e;
+  }
+  FAIL("no ConfigError for " << text);
+  throw std::logic_error("unreachable");
+}
+
+std::string setting(const std::vector<std::pair<std::string, std::string>>& s,
+                    const std::string& name) {
+  for (const auto& [n, v] : s)
+    if (n == name) return v;
+  return "<absent>";
+}
+
+TEST_CASE("a postgres config names no strategy and maps the model's sections onto settings",
+          "[postgres][config]") {
+  const auto cells = expand(R"({
+    "platform": {"kind": "postgres", "bindir": "/opt/pg/bin", "max_connections": 20,
+                 "shared_buffers": "256MB", "wal_dir": "/dev/shm"},
+    "wal": {"wal_buffers": 512, "fsync": false, "segment_size": 67108864},
+    "commit": {"synchronous_commit": false, "wal_writer_delay_ms": 10},
+    "matrix": {"clients": [1, 8], "workload.record_size": [16, 16384]}})");
+  REQUIRE(cells.size() == 4);
+  for (const auto& c : cells) {
+    CHECK(c.strategy == kServerStrategy);
+    CHECK(c.label == "postgres");
+    CHECK(c.platform.postgres.bindir == "/opt/pg/bin");
+    CHECK(c.platform.postgres.wal_dir == "/dev/shm");
+  }
+  const auto s = server_settings(cells[0]);
+  CHECK(setting(s, "wal_buffers") == "512");
+  CHECK(setting(s, "fsync") == "off");
+  CHECK(setting(s, "synchronous_commit") == "off");
+  CHECK(setting(s, "wal_writer_delay") == "10ms");
+  CHECK(setting(s, "max_connections") == "20");
+  CHECK(setting(s, "full_page_writes") == "off");  // the model's default
+  CHECK(setting(s, "shared_buffers") == "256MB");
+  CHECK(wal_segsize_mb(cells[0]) == 64);
+  // Without shared_buffers, initdb's value stays.
+  const auto d = expand(R"({"platform": {"kind": "postgres"}})");
+  CHECK(setting(server_settings(d[0]), "shared_buffers") == "<absent>");
+  CHECK(resolve_bindir(d[0].platform.postgres) == default_bindir());
+}
+
+TEST_CASE("builds are labelled by bindir in override variants", "[postgres][config]") {
+  const auto cells = expand(R"({
+    "platform": {"kind": "postgres"},
+    "matrix": {"variants": [{"label": "stock", "set": {}},
+                            {"label": "patched", "set": {"platform.bindir": "/opt/patched/bin"}}]}})");
+  REQUIRE(cells.size() == 2);
+  CHECK(cells[0].label == "stock");
+  CHECK(cells[0].platform.postgres.bindir.empty());
+  CHECK(cells[1].label == "patched");
+  CHECK(cells[1].platform.postgres.bindir == "/opt/patched/bin");
+}
+
+TEST_CASE("postgres config errors name the path and what was expected", "[postgres][config]") {
+  SECTION("a strategy with a server") {
+    const auto e = error_of(R"({"platform": {"kind": "postgres"}, "strategy": "insert_locks"})");
+    CHECK(e.json_path == "/strategy");
+    CHECK(e.problem.find("runs its own build") != std::string::npos);
+  }
+  SECTION("a postgres key on the threads platform") {
+    const auto e = error_of(R"({"platform": {"bindir": "/x"}, "strategy": "insert_locks"})");
+    CHECK(e.json_path == "/platform/bindir");
+    CHECK(e.expected.find("\"kind\": \"postgres\"") != std::string::npos);
+  }
+  SECTION("a postgres key on the sim platform") {
+    const auto e =
+        error_of(R"({"platform": {"kind": "sim", "wal_dir": "/x"}, "strategy": "insert_locks"})");
+    CHECK(e.json_path == "/platform/wal_dir");
+  }
+  SECTION("no strategy on a model platform") {
+    const auto e = error_of(R"({"platform": {"kind": "threads"}})");
+    CHECK(e.problem == "no strategy given");
+  }
+  SECTION("a model-only setting") {
+    const auto e =
+        error_of(R"({"platform": {"kind": "postgres"}, "wal": {"buffer_init": "lockfree"}})");
+    CHECK(e.json_path == "/wal/buffer_init");
+    CHECK(e.problem.find("setting of the model") != std::string::npos);
+  }
+  SECTION("more clients than connections") {
+    const auto e = error_of(
+        R"({"platform": {"kind": "postgres", "max_connections": 10}, "matrix": {"clients": [1, 9]}})");
+    CHECK(e.json_path == "/platform/max_connections");
+    CHECK(e.expected == "platform.max_connections >= 11");
+  }
+  SECTION("a dsn with throwaway-cluster settings") {
+    const auto e = error_of(
+        R"({"platform": {"kind": "postgres", "dsn": "host=/tmp", "wal_dir": "/dev/shm"}})");
+    CHECK(e.json_path == "/platform/wal_dir");
+    CHECK(e.problem.find("existing server") != std::string::npos);
+  }
+  SECTION("a dsn with a model setting it cannot apply") {
+    const auto e = error_of(
+        R"({"platform": {"kind": "postgres", "dsn": "host=/tmp"}, "wal": {"wal_buffers": 64}})");
+    CHECK(e.json_path == "/wal/wal_buffers");
+  }
+  SECTION("a fractional wal_writer_delay") {
+    const auto e = error_of(
+        R"({"platform": {"kind": "postgres"}, "commit": {"wal_writer_delay_ms": 0.5}})");
+    CHECK(e.json_path == "/commit/wal_writer_delay_ms");
+  }
+  SECTION("a segment below initdb's minimum") {
+    const auto e = error_of(
+        R"({"platform": {"kind": "postgres"}, "wal": {"segment_size": 65536}})");
+    CHECK(e.json_path == "/wal/segment_size");
+    CHECK(e.expected.find("--wal-segsize") != std::string::npos);
+  }
+  SECTION("bad values") {
+    CHECK(error_of(R"({"platform": {"kind": "postgres", "shared_buffers": "12XB"}})").json_path ==
+          "/platform/shared_buffers");
+    CHECK(error_of(R"({"platform": {"kind": "postgres", "wal_dir": "relative"}})").json_path ==
+          "/platform/wal_dir");
+    CHECK(error_of(R"({"platform": {"kind": "postgres", "bindir": ""}})").json_path ==
+          "/platform/bindir");
+    CHECK(error_of(R"({"platform": {"kind": "postgres", "max_connections": 0}})").json_path ==
+          "/platform/max_connections");
+    CHECK(error_of(R"({"platform": {"kind": "postgress"}})").suggestion == "postgres");
+  }
+}
+
+TEST_CASE("memory settings as postgresql.conf reads them", "[postgres][config]") {
+  for (const char* ok : {"128MB", "1GB", "16384", "64kB", "1TB"}) CHECK(is_memory_setting(ok));
+  for (const char* bad : {"", "MB", "1 GB", "1gb", "1.5GB", "-1", "12XB"}) CHECK_FALSE(is_memory_setting(bad));
+}
+
+}  // namespace
+}  // namespace walbench
