@@ -213,29 +213,42 @@ TEST_CASE("delegated_release false: no convoy of sleeping releasers at 16-64 cli
   }
 }
 
+namespace {
+
+// configs/beyond-postgres-wal-only.json's 64-vCPU cell (1 socket x 32 cores x 2 SMT, its backend
+// cost, no transactions) for `clients` clients of `record_size`-byte messages.
+CellSpec wal_only_64vcpu_spec(const Variant& v, uint32_t clients, uint32_t record_size) {
+  CellSpec spec;
+  spec.strategy = v.strategy;
+  spec.strategy_params = v.params;
+  spec.platform.kind = "sim";
+  spec.platform.sim = {{"preset", "icelake_2s"}, {"smt", 2}, {"cores", 32}, {"sockets", 1}};
+  spec.clients = clients;
+  spec.workload.record_size.kind = SizeSpec::Kind::kFixed;
+  spec.workload.record_size.value = record_size;
+  spec.workload.transactional = false;
+  spec.workload.client_overhead_us = 29.1;
+  spec.workload.client_overhead_jitter = 0.3;
+  spec.workload.payload_ns_per_byte = 3.94;
+  spec.run.seed = 1;
+  return spec;
+}
+
+}  // namespace
+
 TEST_CASE("delegated_release false: no convoy of releasers with more clients than hardware threads",
           "[consolidation][sim]") {
   // Hazard (d), fixed: releasers waiting for their predecessor spun 1000 PAUSE loops before
   // sleeping; with more clients than hardware threads the spinners held the CPUs that the
   // woken releasers before them needed (configs/beyond-postgres-wal-only.json's 64-vCPU cell,
   // 256 clients, 16 B: 17.8k tps against the delegated release's 1.11M; with synchronous
-  // commit 4.8k against 400k). Now they spin RocksDB's 200 (W6): 1.07M and 403k. Bound: half
-  // of the delegated release over the first 0.1 s (the old chain fell after 0.07 s).
+  // commit 4.8k against 400k). Now they spin RocksDB's 200 (W6): 1.07M and 403k. Here, over
+  // the first 0.1 s (the old chain fell after 0.07 s): 18.3k records before W6 against the
+  // delegated release's 109k, 108k after. Bound: half of the delegated release.
   auto cell = [](bool delegated) {
-    CellSpec spec;
-    spec.strategy = "consolidation_array";
-    spec.strategy_params = {{"delegated_release", delegated}};
-    spec.platform.kind = "sim";
-    spec.platform.sim = {{"preset", "icelake_2s"}, {"smt", 2}, {"cores", 32}, {"sockets", 1}};
-    spec.clients = 256;
-    spec.workload.record_size.kind = SizeSpec::Kind::kFixed;
-    spec.workload.record_size.value = 16;
-    spec.workload.transactional = false;
-    spec.workload.client_overhead_us = 29.1;
-    spec.workload.client_overhead_jitter = 0.3;
-    spec.workload.payload_ns_per_byte = 3.94;
-    spec.run.seed = 1;
-    return run_counting(spec, 0.1);
+    return run_counting(
+        wal_only_64vcpu_spec({"consolidation_array", {{"delegated_release", delegated}}}, 256, 16),
+        0.1);
   };
   const LockedOutcome delegated = cell(true);
   const LockedOutcome chain = cell(false);
@@ -254,22 +267,11 @@ TEST_CASE("in-flight records spanning the whole ring: evicting inserters pass by
   // scan gave up whenever any client had joined a group without knowing its start (always,
   // with hundreds waiting in groups), and every progress change woke every evicting inserter
   // to scan again: their scans took the CPUs while the client they waited for queued for
-  // WALBufMappingLock. Old code: 11.5k tps against insert_locks's 50.7k (23%; the 16 MiB
-  // ring with 1024 clients: 2,660 against 53-61k); now 51.5k. Bound: half of insert_locks.
+  // WALBufMappingLock. Here: 704 records against insert_locks's 2,539 before (28%; the 16 MiB
+  // ring with 1024 clients: 2,660 tps against 53-61k), 1,940 after. Bound: half of insert_locks.
   auto cell = [](const Variant& v) {
-    CellSpec spec;
-    spec.strategy = v.strategy;
-    spec.strategy_params = v.params;
-    spec.platform.kind = "sim";
-    spec.platform.sim = {{"preset", "icelake_2s"}, {"smt", 2}, {"cores", 32}, {"sockets", 1}};
-    spec.clients = 256;
+    CellSpec spec = wal_only_64vcpu_spec(v, 256, 16384);
     spec.wal.wal_buffers = 512;
-    spec.workload.record_size.kind = SizeSpec::Kind::kFixed;
-    spec.workload.record_size.value = 16384;
-    spec.workload.transactional = false;
-    spec.workload.client_overhead_us = 29.1;
-    spec.workload.payload_ns_per_byte = 3.94;
-    spec.run.seed = 1;
     return run_counting(spec, 0.03);
   };
   const LockedOutcome base = cell({"insert_locks", {{"insertingat", "atomic"}}});
