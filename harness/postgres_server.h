@@ -94,6 +94,9 @@ class PostgresServer {
   pid_t postmaster_ = 0;
 };
 
+// kill(pid, sig) for a real pid only: false, signalling nothing, for pid <= 0 (which kill()
+// would read as walbench's own process group or every process).
+bool signal_process(pid_t pid, int sig);
 // Whether a process (not a zombie) has pid `pid`.
 bool process_alive(pid_t pid);
 // Processes whose working directory is `dir` or under it (PostgreSQL's processes chdir into

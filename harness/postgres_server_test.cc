@@ -3,6 +3,7 @@
 // destroyed on an exception or failing to start. Skipped, with a message, where PostgreSQL's
 // programs are not installed (scripts/setup.sh --with-postgres).
 #include "harness/postgres_server.h"
+#include "harness/postgres_test_support.h"
 
 #include <libpq-fe.h>
 #include <sys/stat.h>
@@ -21,16 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// PostgreSQL's programs, or "" (and a warning saying the test was skipped).
-std::string installed_bindir() {
-  try {
-    check_server_binaries(default_bindir(), false);
-    return default_bindir();
-  } catch (const PostgresError& e) {
-    WARN("skipped: " << e.what());
-    return "";
-  }
-}
+std::string installed_bindir() { return testing::postgres_bindir_or_skip(); }
 
 // The one value `sql` returns, through libpq.
 std::string query_value(const std::string& conninfo, const std::string& sql) {
