@@ -300,7 +300,7 @@ std::string run_to_completion(const std::vector<std::string>& argv, const std::s
     }
     if (std::chrono::steady_clock::now() > deadline) {
       p.kill_and_wait();
-      throw PostgresError(absl::StrFormat("%s did not finish within %.0f s; killed it: %s",
+      throw PostgresError(absl::StrFormat("%s did not finish within %g s; killed it: %s",
                                           program, timeout_s,
                                           last_lines(slurp(out_path) + err, 3)));
     }

@@ -44,14 +44,11 @@ std::string log_tail(const std::string& path, size_t n = 3) {
   return absl::StrJoin(lines.begin() + static_cast<long>(from), lines.end(), " | ");
 }
 
-// Runs argv[0] (a path) as `user` in a session of its own, stdin from /dev/null, stdout and
-// stderr appended to `log_path`; returns its exit status (128 + signal when killed). The child
-// is polled, not waited for blindly: past `timeout_s`, or once SIGINT/SIGTERM has reached
-// walbench (harness/interrupt.h), its whole session is killed (SIGKILL) and PostgresError names
-// the program and its log's tail. `honour_interrupt` is false for the steps that clean up after
-// an interrupt (pg_ctl stop), which must still run then.
+}  // namespace
+
+// See postgres_server.h.
 int run_program(const std::vector<std::string>& argv, const OsUser& user,
-                const std::string& log_path, double timeout_s, bool honour_interrupt = true) {
+                const std::string& log_path, double timeout_s, bool honour_interrupt) {
   const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log < 0) throw PostgresError("cannot open " + log_path + ": " + errno_text());
   if (::geteuid() == 0) (void)::fchown(log, user.uid, user.gid);
@@ -97,12 +94,33 @@ int run_program(const std::vector<std::string>& argv, const OsUser& user,
       const std::string program = fs::path(argv[0]).filename().string();
       if (sig != 0)
         throw PostgresError(program + " stopped: " + interrupted_error(sig));
-      throw PostgresError(absl::StrFormat("%s did not finish within %.0f s; killed it: %s",
+      throw PostgresError(absl::StrFormat("%s did not finish within %g s; killed it: %s",
                                           program, timeout_s, log_tail(log_path)));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+namespace {
+
+// Throws, in one line, when `user` cannot traverse every directory from / down to `dir` (root
+// reaches a directory the server's user then cannot: initdb would fail obscurely). `what` names
+// where the directory came from ("TMPDIR", "platform.wal_dir").
+void check_traversable(const std::string& dir, const OsUser& user, const std::string& what) {
+  if (::geteuid() != 0 || user.uid == 0) return;
+  fs::path at = "/";
+  for (const auto& part : fs::absolute(dir).relative_path()) {
+    at /= part;
+    struct stat st {};
+    if (::stat(at.c_str(), &st) != 0) continue;  // mkdtemp reports a missing directory
+    const mode_t bit = st.st_uid == user.uid ? S_IXUSR : st.st_gid == user.gid ? S_IXGRP : S_IXOTH;
+    if ((st.st_mode & bit) == 0)
+      throw PostgresError(absl::StrFormat(
+          "%s %s: the server's OS user %s cannot traverse %s (mode %04o) and PostgreSQL refuses "
+          "to run as root; make it traversable (chmod o+x %s) or choose a directory it can reach",
+          what, dir, user.name, at.string(), st.st_mode & 07777, at.string()));
+  }
 }
 
 // A fresh directory under `parent` from a mkdtemp template, mode 0700, owned by `user`.
@@ -257,7 +275,10 @@ void PostgresServer::start(const ServerOptions& o) {
   check_server_binaries(o.bindir, true);
   user_ = server_os_user();
   const char* tmp = std::getenv("TMPDIR");
-  root_ = make_private_dir(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "walbench-pg-", user_);
+  const std::string parent = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  check_traversable(parent, user_, "TMPDIR");
+  if (!o.wal_dir.empty()) check_traversable(o.wal_dir, user_, "platform.wal_dir");
+  root_ = make_private_dir(parent, "walbench-pg-", user_);
   if (!o.wal_dir.empty()) wal_root_ = make_private_dir(o.wal_dir, "walbench-pg-wal-", user_);
 
   std::vector<std::string> initdb = {o.bindir + "/initdb", "-D", data_dir(), "-U", "walbench",

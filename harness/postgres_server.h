@@ -47,6 +47,15 @@ struct OsUser {
 };
 OsUser server_os_user();
 
+// Runs argv[0] (a path) as `user` in a session of its own, stdin from /dev/null, stdout and
+// stderr appended to `log_path`; returns its exit status (128 + signal when killed). Polled, not
+// waited for blindly: past `timeout_s`, or once SIGINT/SIGTERM has reached walbench
+// (harness/interrupt.h) when `honour_interrupt`, its session is killed (SIGKILL) and
+// PostgresError names the program (and on timeout its log's tail). The steps that clean up after
+// an interrupt (pg_ctl stop) pass honour_interrupt = false.
+int run_program(const std::vector<std::string>& argv, const OsUser& user,
+                const std::string& log_path, double timeout_s, bool honour_interrupt = true);
+
 // A TCP port nothing listens on now (bound and released; the kernel picks it).
 int free_port();
 
