@@ -27,7 +27,7 @@ json to_json(const PlatformSpec& p) {
   }
   if (p.kind == "postgres")
     j["postgres"] = {{"bindir", resolve_bindir(p.postgres)},
-                     {"dsn", p.postgres.dsn},
+                     {"dsn", dsn_without_password(p.postgres.dsn)},
                      {"max_connections", p.postgres.max_connections},
                      {"shared_buffers", p.postgres.shared_buffers},
                      {"wal_dir", p.postgres.wal_dir}};
@@ -222,7 +222,9 @@ json median_of_objects(const std::vector<const json*>& objs) {
     std::vector<const json*> members;
     for (const json* o : objs)
       if (o->is_object() && o->contains(key)) members.push_back(&(*o)[key]);
-    if (first.is_object()) {
+    if (first.is_null() || first.is_string()) {
+      out[key] = first;  // "not measured", or a label such as pg_stat_wal's span
+    } else if (first.is_object()) {
       out[key] = median_of_objects(members);
     } else if (first.is_number()) {
       std::vector<double> v;
@@ -271,6 +273,10 @@ std::vector<std::string> cell_warnings(const CellSpec& cell, const json& repetit
   };
   for (size_t r = 0; r < nreps; ++r) {
     const json& rep = repetitions[r];
+    // A platform's own warnings about a repetition (platform "postgres": harness/postgres_run.cc).
+    if (rep.contains("warnings") && rep["warnings"].is_array())
+      for (const auto& text : rep["warnings"])
+        if (text.is_string()) w.push_back(rep_prefix(r) + text.get<std::string>());
     if (!rep.contains("txns") || !rep["txns"].is_number()) continue;
     const double per_client =
         rep["txns"].get<double>() / static_cast<double>(std::max<uint32_t>(cell.clients, 1));

@@ -263,7 +263,7 @@ Entry postgres_entry() {
   const PostgresSpec d;
   return {"postgres", "a PostgreSQL server",
           "a real server: a throwaway cluster (initdb in a temporary directory, "
-          "pg_ctl start on a free port, stopped and removed at the end, also on error and "
+          "pg_ctl start on a Unix socket only, stopped and removed at the end, also on error and "
           "SIGINT), or an existing one (dsn). As root the cluster runs as the OS user "
           "\"walbench\" when it exists, else \"nobody\" (PostgreSQL refuses root). Server "
           "settings come from wal.wal_buffers, wal.fsync, wal.segment_size, commit.* and "

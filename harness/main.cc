@@ -35,6 +35,7 @@
 #include "harness/fidelity.h"
 #include "harness/list.h"
 #include "harness/merge.h"
+#include "harness/postgres_config.h"
 #include "harness/provenance.h"
 #include "harness/python_script.h"
 #include "harness/report.h"
@@ -202,9 +203,9 @@ int run_command(const std::vector<std::string>& paths, const std::vector<std::st
   RunOptions opts;
   opts.output_path = output;
   opts.config_paths = paths;
-  opts.config = loaded.combined();
+  opts.config = config_without_passwords(loaded.combined());  // as recorded
   opts.config_hash = config_hash(opts.config);
-  opts.overrides = sets;
+  opts.overrides = overrides_without_passwords(sets);
   opts.quiet = quiet;
   opts.jobs = jobs;
   opts.shard = shard;

@@ -25,6 +25,7 @@
 
 #include "harness/postgres_config.h"
 #include "harness/postgres_server.h"
+#include "harness/postgres_test_support.h"
 #include "tests/temp_dir.h"
 
 extern char** environ;
@@ -43,15 +44,7 @@ std::string slurp(const std::string& p) {
   return s.str();
 }
 
-bool postgres_installed() {
-  try {
-    check_server_binaries(default_bindir(), false);
-    return true;
-  } catch (const PostgresError& e) {
-    WARN("skipped: " << e.what());
-    return false;
-  }
-}
+bool postgres_installed() { return !testing::postgres_bindir_or_skip().empty(); }
 
 // The tests' TMPDIR, where walbench puts the cluster and pgbench's files: what must be empty
 // after a run. Mode 0755 so that the server's OS user (nobody, under root) can traverse it.
@@ -157,7 +150,9 @@ std::string joined(const std::vector<std::string>& v) {
 void check_nothing_left(const ScratchTmp& tmp) {
   INFO("left in TMPDIR: " << joined(tmp.left()));
   CHECK(tmp.left().empty());
-  CHECK(processes_in(tmp.dir.path.string()).empty());  // no server process, no pgbench
+  CHECK(processes_in(tmp.dir.path.string()).empty());  // no server process
+  // pgbench runs in walbench's working directory, not in TMPDIR: found by the TMPDIR it inherits.
+  CHECK(testing::processes_with_environment("TMPDIR=" + tmp.dir.path.string()).empty());
 }
 
 }  // namespace
@@ -189,10 +184,27 @@ TEST_CASE("a tiny postgres run: cells measured, report prints, nothing left behi
     CHECK(rep["latency_ms"]["count"] == rep["txns"]);
     CHECK(rep["server"]["version"].get<std::string>().rfind("PostgreSQL", 0) == 0);
     CHECK(rep["server"]["settings"]["fsync"] == "off");
-    // emit_message, transactional: a message and a commit record per transaction.
-    CHECK(rep["per_txn"]["records"].get<double>() >= 2.0);
-    CHECK(rep["per_txn"]["records"].get<double>() < 2.5);
-    CHECK(rep["progress"].size() == 8);  // -T 2 s (0.3 + 0.5 + 0.5 rounded up) in 0.25 s steps
+    // emit_message, transactional: a message and a commit record per transaction, counted by
+    // pg_stat_wal over the whole pgbench run.
+    const auto& stat_wal = rep["per_txn"]["pg_stat_wal"];
+    CHECK(stat_wal["spans"] == "whole pgbench run, cluster-wide");
+    CHECK(stat_wal["records"].get<double>() >= 2.0);
+    CHECK(stat_wal["records"].get<double>() < 2.5);
+    CHECK(rep["pg_stat_wal"]["txns"].get<uint64_t>() >= rep["txns"].get<uint64_t>());
+    CHECK(!rep.contains("model"));
+    // The window's own: its insert positions' difference over its transactions.
+    CHECK(rep["per_txn"]["wal_bytes"].get<double>() ==
+          Approx(rep["window"]["wal_bytes"].get<double>() / rep["txns"].get<double>()));
+    CHECK(rep["per_txn"]["locks"].is_null());  // the server's locks are not measured
+    CHECK(rep["lock_stats"].is_null());
+    // The progress points count pgbench's logged transactions from its clients' start: at least
+    // the window's, at most all pgbench reports, and some in the first interval (the clock does
+    // not start before the clients do).
+    double progress_txns = 0;
+    for (const auto& p : rep["progress"]) progress_txns += p["tps"].get<double>() * 0.25;
+    CHECK(progress_txns >= rep["txns"].get<double>());
+    CHECK(progress_txns <= rep["pgbench"]["transactions"].get<double>());
+    CHECK(rep["progress"][0]["tps"].get<double>() > 0);
     CHECK(!rep["wait_events"].empty());
   }
 
@@ -242,7 +254,10 @@ TEST_CASE("platform.dsn: walbench creates pgbench's tables, drops them, and refu
   ::unsetenv("TMPDIR");
   const std::string tables =
       "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'pgbench%'";
-  cwd.write("dsn.json", R"({"platform": {"kind": "postgres", "dsn": ")" + server.conninfo() + R"("},
+  // A password (trust auth ignores it) that must be recorded and printed nowhere, and an
+  // application_name of the dsn's own that must not hide pgbench's backends from the sampler.
+  const std::string dsn = server.conninfo() + " password=sekr1t-pw application_name=theirs";
+  cwd.write("dsn.json", R"({"platform": {"kind": "postgres", "dsn": ")" + dsn + R"("},
     "workload": {"name": "simple_update"},
     "run": {"warmup_s": 0.2, "duration_s": 0.3, "progress_interval_s": 0, "verify": false},
     "matrix": {"clients": [1, 2]}})");
@@ -256,6 +271,11 @@ TEST_CASE("platform.dsn: walbench creates pgbench's tables, drops them, and refu
     REQUIRE(doc["cells"].size() == 2);
     CHECK(doc["cells"][1]["repetitions"][0]["server"]["cluster"] == "dsn");
     CHECK(doc["cells"][1]["repetitions"][0]["txns"].get<uint64_t>() > 0);
+    CHECK(!doc["cells"][1]["repetitions"][0]["wait_events"].empty());
+    CHECK(doc["cells"][1]["platform"]["postgres"]["dsn"].get<std::string>().find("application_name='theirs'") !=
+          std::string::npos);
+    for (const std::string& text : {slurp(cwd.file("dsn-result.json")), run.out(), run.err()})
+      CHECK(text.find("sekr1t-pw") == std::string::npos);
   }
   CHECK(query_value(server.conninfo(), tables) == "0");  // dropped at the end
 
@@ -277,6 +297,13 @@ TEST_CASE("SIGINT mid-run: the server stops, nothing is left, the result file is
   REQUIRE(run.wait_for_err("started PostgreSQL"));
   REQUIRE(run.wait_for_err("progress: "));  // pgbench is running
   CHECK(!processes_in(tmp.dir.path.string()).empty());  // the server is there
+  bool pgbench_seen = false;  // the leftover check below can see a pgbench
+  for (pid_t pid : testing::processes_with_environment("TMPDIR=" + tmp.dir.path.string())) {
+    std::error_code ec;
+    const auto exe = fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+    if (!ec && exe.filename() == "pgbench") pgbench_seen = true;
+  }
+  CHECK(pgbench_seen);
   REQUIRE(::kill(run.pid, SIGINT) == 0);
   const int rc = run.wait_exit(60);
   INFO("stdout: " << run.out() << "\nstderr: " << run.err());

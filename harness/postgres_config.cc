@@ -1,10 +1,15 @@
 // platform "postgres": defaults, the server settings of a cell. See postgres_config.h.
 #include "harness/postgres_config.h"
 
+#include <libpq-fe.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "absl/strings/str_format.h"
 #include "strategies/strategy.h"
@@ -80,6 +85,68 @@ std::vector<std::pair<std::string, std::string>> server_settings(const CellSpec&
   if (!cell.platform.postgres.shared_buffers.empty())
     s.emplace_back("shared_buffers", cell.platform.postgres.shared_buffers);
   return s;
+}
+
+std::optional<std::string> rebuilt_conninfo(
+    const std::string& dsn, const std::vector<std::pair<std::string, std::string>>& set,
+    bool keep_password) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(dsn.c_str(), &error);
+  if (error != nullptr) PQfreemem(error);
+  if (options == nullptr) return std::nullopt;
+  auto quoted = [](const std::string& v) {
+    std::string q = "'";
+    for (char c : v) {
+      if (c == '\'' || c == '\\') q += '\\';
+      q += c;
+    }
+    return q + "'";
+  };
+  std::string out;
+  auto add = [&](const std::string& key, const std::string& value) {
+    out += (out.empty() ? "" : " ") + key + "=" + quoted(value);
+  };
+  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+    if (o->val == nullptr || (!keep_password && std::strcmp(o->keyword, "password") == 0)) continue;
+    if (std::any_of(set.begin(), set.end(), [&](const auto& kv) { return kv.first == o->keyword; }))
+      continue;
+    add(o->keyword, o->val);
+  }
+  PQconninfoFree(options);
+  for (const auto& [key, value] : set) add(key, value);
+  return out;
+}
+
+nlohmann::json config_without_passwords(nlohmann::json config) {
+  if (config.is_object()) {
+    for (auto& [key, value] : config.items()) {
+      if (key == "dsn" && value.is_string())
+        value = dsn_without_password(value.get<std::string>());
+      else
+        value = config_without_passwords(std::move(value));
+    }
+  } else if (config.is_array()) {
+    for (auto& value : config) value = config_without_passwords(std::move(value));
+  }
+  return config;
+}
+
+std::vector<std::string> overrides_without_passwords(std::vector<std::string> overrides) {
+  const std::string key = "platform.dsn=";
+  for (std::string& o : overrides) {
+    if (o.rfind(key, 0) != 0) continue;
+    std::string value = o.substr(key.size());
+    const auto parsed = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_string()) value = parsed.get<std::string>();
+    o = key + dsn_without_password(value);
+  }
+  return overrides;
+}
+
+std::string dsn_without_password(const std::string& dsn) {
+  if (dsn.empty()) return dsn;
+  return rebuilt_conninfo(dsn, {}, /*keep_password=*/false)
+      .value_or("(a dsn libpq cannot parse)");
 }
 
 }  // namespace walbench

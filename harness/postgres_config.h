@@ -13,9 +13,12 @@
 // its cells carry the strategy "server".
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/cell/spec.h"
 
@@ -44,6 +47,23 @@ bool is_memory_setting(const std::string& value);
 // The settings a throwaway cluster gets for a cell, in the order written to postgresql.conf
 // (name, value as postgresql.conf takes it). Does not include port and socket settings.
 std::vector<std::pair<std::string, std::string>> server_settings(const CellSpec& cell);
+
+// `dsn` (key=value or URI) as walbench records and prints it: without its password, rebuilt as
+// key=value pairs by PQconninfoParse (libpq's own parser). A dsn libpq cannot parse comes back
+// as "(a dsn libpq cannot parse)", never verbatim: it may hold a password. "" stays "". A server
+// that needs a password should get it from ~/.pgpass or PGPASSWORD.
+std::string dsn_without_password(const std::string& dsn);
+// A config (JSON) as walbench records it in a result's context: every "dsn" string
+// dsn_without_password(); and --set overrides likewise ("platform.dsn=VALUE", VALUE raw or a
+// JSON string).
+nlohmann::json config_without_passwords(nlohmann::json config);
+std::vector<std::string> overrides_without_passwords(std::vector<std::string> overrides);
+
+// `dsn` rebuilt as key=value pairs with the keys of `set` replaced (or added), the password kept
+// only when `keep_password`; nullopt when libpq cannot parse it.
+std::optional<std::string> rebuilt_conninfo(
+    const std::string& dsn, const std::vector<std::pair<std::string, std::string>>& set,
+    bool keep_password);
 
 // initdb's --wal-segsize for a cell: wal.segment_size in MiB.
 uint64_t wal_segsize_mb(const CellSpec& cell);

@@ -152,3 +152,44 @@ TEST_CASE("memory settings as postgresql.conf reads them", "[postgres][config]")
 
 }  // namespace
 }  // namespace walbench
+
+namespace walbench {
+namespace {
+
+TEST_CASE("a dsn is recorded without its password, in either form", "[postgres][config]") {
+  CHECK(dsn_without_password("host=/tmp/s port=5433 user=u password=pw1 dbname=d") ==
+        "user='u' dbname='d' host='/tmp/s' port='5433'");
+  CHECK(dsn_without_password("postgresql://u:pw2@db.example:5433/d?application_name=x") ==
+        "user='u' dbname='d' host='db.example' port='5433' application_name='x'");
+  CHECK(dsn_without_password("host=h password='it''s \\' quoted'").find("quoted") ==
+        std::string::npos);
+  CHECK(dsn_without_password("host='a b' user='o\\'neil'") == "user='o\\'neil' host='a b'");
+  CHECK(dsn_without_password("host=h password") == "(a dsn libpq cannot parse)");
+  CHECK(dsn_without_password("").empty());
+  const auto fixed = rebuilt_conninfo("host=h password=pw application_name=theirs",
+                                      {{"application_name", "walbench-1-1"}}, true);
+  REQUIRE(fixed);
+  CHECK(*fixed == "password='pw' host='h' application_name='walbench-1-1'");
+}
+
+}  // namespace
+}  // namespace walbench
+
+namespace walbench {
+namespace {
+
+TEST_CASE("a recorded config and its overrides hold no dsn password", "[postgres][config]") {
+  const auto config = config_without_passwords(nlohmann::json::parse(
+      R"({"platform": {"kind": "postgres", "dsn": "host=h password=pw9"},
+          "variants": [{"platform": {"dsn": "postgresql://u:pw8@h/d"}}]})"));
+  CHECK(config.dump().find("pw9") == std::string::npos);
+  CHECK(config.dump().find("pw8") == std::string::npos);
+  CHECK(config["platform"]["dsn"] == "host='h'");
+  const auto sets = overrides_without_passwords(
+      {"platform.dsn=host=h password=pw7", "platform.dsn=\"host=h password=pw6\"", "run.seed=3"});
+  CHECK(sets == std::vector<std::string>{"platform.dsn=host='h'", "platform.dsn=host='h'",
+                                         "run.seed=3"});
+}
+
+}  // namespace
+}  // namespace walbench

@@ -8,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+extern char** environ;
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -46,6 +49,9 @@ constexpr double kSamplePeriodS = 0.010;
 // pgbench runs this much past the window's end at least (its -T is whole seconds and starts
 // when pgbench does, after walbench's clock): a loaded machine must not end it first.
 constexpr double kPgbenchTailS = 0.5;
+// How long `pgbench -i -s SCALE` may take: a base plus this much per unit of scale (100,000
+// accounts, about 15 MB).
+constexpr double kInitTimeoutS = 120, kInitTimeoutPerScaleS = 10;
 
 // One libpq connection; every call throws PostgresError with the server's message.
 class PgConnection {
@@ -61,7 +67,8 @@ class PgConnection {
       const std::string why = one_line(PQerrorMessage(conn_));
       PQfinish(conn_);
       conn_ = nullptr;
-      throw PostgresError("cannot connect to the server (" + conninfo + "): " + why);
+      throw PostgresError("cannot connect to the server (" + dsn_without_password(conninfo) +
+                          "): " + why);
     }
     PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);  // "does not exist, skipping"
   }
@@ -155,7 +162,9 @@ std::string slurp(const std::string& path) {
 // it), stdout to a file, stderr through a pipe the monitor reads.
 class PgbenchProcess {
  public:
-  PgbenchProcess(const std::vector<std::string>& argv, const std::string& stdout_path) {
+  // `env`: NAME=value entries that replace or add to walbench's environment in pgbench's.
+  PgbenchProcess(const std::vector<std::string>& argv, const std::string& stdout_path,
+                 const std::vector<std::string>& env = {}) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0)
       throw PostgresError("cannot create a pipe for pgbench: " + std::string(std::strerror(errno)));
@@ -168,6 +177,16 @@ class PgbenchProcess {
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    std::vector<char*> envp;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry = *e;
+      const std::string name = entry.substr(0, entry.find('='));
+      if (std::none_of(env.begin(), env.end(),
+                       [&](const std::string& x) { return x.rfind(name + "=", 0) == 0; }))
+        envp.push_back(*e);
+    }
+    for (const auto& x : env) envp.push_back(const_cast<char*>(x.c_str()));
+    envp.push_back(nullptr);
     const std::string exec_failed = "walbench: cannot run " + argv[0] + "\n";
     pid_ = ::fork();
     if (pid_ < 0) {
@@ -187,7 +206,7 @@ class PgbenchProcess {
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
       ::signal(SIGINT, SIG_DFL);
       ::signal(SIGTERM, SIG_DFL);
-      ::execv(args[0], args.data());
+      ::execve(args[0], args.data(), envp.data());
       (void)!::write(2, exec_failed.data(), exec_failed.size());
       ::_exit(127);
     }
@@ -234,7 +253,7 @@ class PgbenchProcess {
     return status_;
   }
   void kill_and_wait() {
-    if (pid_ <= 0) return;
+    if (pid_ <= 0) return;  // NB: -pid_ with pid_ <= 0 would signal walbench's own group
     ::kill(-pid_, SIGINT);  // its session's process group: pgbench and nothing else
     for (int i = 0; i < 200 && !poll_exit(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -254,23 +273,6 @@ class PgbenchProcess {
   std::optional<int> status_;
 };
 
-// Runs a program to completion (pgbench -i): its output, and its exit status in `rc`.
-std::string run_to_completion(const std::vector<std::string>& argv, const std::string& dir, int& rc) {
-  const std::string out_path = dir + "/init.out";
-  PgbenchProcess p(argv, out_path);
-  std::string err;
-  while (p.read_stderr(0.1, err)) {
-    if (interrupt_signal() != 0) {
-      p.kill_and_wait();
-      throw PostgresError(interrupted_error(interrupt_signal()));
-    }
-  }
-  std::optional<int> st;
-  while (!(st = p.poll_exit())) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  rc = *st;
-  return slurp(out_path) + err;
-}
-
 std::string last_lines(const std::string& text, size_t n = 2) {
   std::vector<std::string> lines;
   std::istringstream in(text);
@@ -278,6 +280,37 @@ std::string last_lines(const std::string& text, size_t n = 2) {
     if (!l.empty()) lines.push_back(l);
   const size_t from = lines.size() > n ? lines.size() - n : 0;
   return absl::StrJoin(lines.begin() + static_cast<long>(from), lines.end(), " | ");
+}
+
+// Runs a program to completion (pgbench -i): its output, and its exit status in `rc`. Killed,
+// with a PostgresError naming it, past `timeout_s` or on SIGINT/SIGTERM (harness/interrupt.h).
+std::string run_to_completion(const std::vector<std::string>& argv, const std::string& dir,
+                              double timeout_s, int& rc) {
+  const std::string out_path = dir + "/init.out";
+  const std::string program = fs::path(argv[0]).filename().string();
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  PgbenchProcess p(argv, out_path);
+  std::string err;
+  std::optional<int> st;
+  for (bool open_pipe = true; !(st = p.poll_exit());) {
+    if (interrupt_signal() != 0) {
+      p.kill_and_wait();
+      throw PostgresError(program + " stopped: " + interrupted_error(interrupt_signal()));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      p.kill_and_wait();
+      throw PostgresError(absl::StrFormat("%s did not finish within %g s; killed it: %s",
+                                          program, timeout_s,
+                                          last_lines(slurp(out_path) + err, 3)));
+    }
+    if (open_pipe) open_pipe = p.read_stderr(0.1, err);
+    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  while (p.read_stderr(0, err)) {
+  }
+  rc = *st;
+  return slurp(out_path) + err;
 }
 
 }  // namespace
@@ -431,6 +464,19 @@ PostgresRuns::Server& PostgresRuns::server_for(const CellSpec& cell, std::ostrea
   }
 }
 
+namespace {
+
+// `pgbench --version`'s line ("pgbench (PostgreSQL) 15.x"): the client may differ from the server.
+std::string pgbench_version(const std::string& bindir) {
+  TempDirectory dir;
+  int rc = 0;
+  const std::string out = run_to_completion({bindir + "/pgbench", "--version"}, dir.path, 30, rc);
+  if (rc != 0) throw PostgresError("pgbench --version failed (exit " + std::to_string(rc) + "): " + last_lines(out));
+  return last_lines(out, 1);
+}
+
+}  // namespace
+
 PostgresRuns::Server& PostgresRuns::start_server(const CellSpec& cell, const std::string& key,
                                                  const std::string& bindir, std::ostream& err,
                                                  bool quiet) {
@@ -468,12 +514,17 @@ PostgresRuns::Server& PostgresRuns::start_server(const CellSpec& cell, const std
   ojson about;
   about["version"] = sv.observer->value("SELECT version()");
   about["server_version_num"] = std::stoi(sv.observer->value("SHOW server_version_num"));
-  try {
-    about["configure"] = sv.observer->value("SELECT setting FROM pg_config WHERE name = 'CONFIGURE'");
-  } catch (const PostgresError&) {
-    about["configure"] = nullptr;  // pg_config is for superusers only
+  for (const auto& [field, name] : {std::pair{"configure", "CONFIGURE"}, std::pair{"cc", "CC"},
+                                    std::pair{"cflags", "CFLAGS"}}) {
+    try {
+      about[field] = sv.observer->value(
+          std::string("SELECT setting FROM pg_config WHERE name = '") + name + "'");
+    } catch (const PostgresError&) {
+      about[field] = nullptr;  // pg_config is for superusers only
+    }
   }
   about["bindir"] = bindir;
+  about["pgbench_version"] = pgbench_version(bindir);
   about["cluster"] = sv.own_cluster ? "throwaway" : "dsn";
   if (sv.own_cluster) about["os_user"] = sv.cluster->os_user().name;
   ojson settings = ojson::object();
@@ -496,7 +547,8 @@ namespace {
 // pgbench's argv against the run's server: pgbench_args() for a throwaway cluster; for a dsn
 // server without -h/-p/-U, the dsn in place of the database (pgbench expands a conninfo there).
 std::vector<std::string> connection_fixed(std::vector<std::string> args, bool own_cluster,
-                                          const std::string& dsn) {
+                                          const std::string& dsn,
+                                          const std::string& application_name = "") {
   if (own_cluster) return args;
   std::vector<std::string> out = {args[0]};
   for (size_t i = 1; i < args.size(); ++i) {
@@ -507,19 +559,61 @@ std::vector<std::string> connection_fixed(std::vector<std::string> args, bool ow
     if (i + 1 == args.size()) continue;  // the database, last
     out.push_back(args[i]);
   }
-  out.push_back(dsn);
+  if (application_name.empty()) {
+    out.push_back(dsn);
+  } else {  // a dsn's own application_name would beat PGAPPNAME
+    const auto fixed = rebuilt_conninfo(dsn, {{"application_name", application_name}}, true);
+    if (!fixed) throw PostgresError("platform.dsn: libpq cannot parse it; expected a conninfo string or URI");
+    out.push_back(*fixed);
+  }
   return out;
 }
 
+// pgbench's command line as walbench records and prints it: no password.
+std::string recorded_command(const std::vector<std::string>& args, bool own_cluster) {
+  std::vector<std::string> shown = args;
+  if (!own_cluster && !shown.empty()) shown.back() = dsn_without_password(shown.back());
+  return absl::StrJoin(shown, " ");
+}
+
+// A string literal for SQL (standard_conforming_strings).
+std::string sql_literal(const std::string& v) {
+  std::string out = "'";
+  for (char c : v) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+// How many client backends run under `application_name` (pgbench's, unique to one run).
+int backends_named(PgConnection& observer, const std::string& application_name) {
+  return std::stoi(observer.value(
+      "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND "
+      "application_name = " + sql_literal(application_name)));
+}
+
 // pgbench's backends report their WAL counters to pg_stat_wal as they exit, which is after
-// pgbench itself exited: wait (up to 5 s) until none is left.
-void wait_for_pgbench_backends_to_exit(PgConnection& observer) {
+// pgbench itself exited: wait (up to 5 s) until none is left. false: some were still there.
+bool wait_for_pgbench_backends_to_exit(PgConnection& observer, const std::string& application_name) {
   for (int i = 0; i < 500; ++i) {
-    if (observer.value("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                       "'pgbench' AND backend_type = 'client backend'") == "0")
-      return;
+    if (backends_named(observer, application_name) == 0) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  return false;
+}
+
+// pgbench -n does not vacuum: what pgbench would do before a built-in script (its runInitSteps
+// "v" less the analyze, and the truncate of pgbench_history), done before walbench reads the
+// starting WAL position, so that none of it is counted.
+void prepare_pgbench_tables(PgConnection& observer) {
+  for (const char* sql : {"VACUUM pgbench_branches", "VACUUM pgbench_tellers",
+                          "TRUNCATE pgbench_history"})
+    observer.rows(sql);
+}
+
+// pgbench's application_name: unique to this process and repetition, so that neither a dsn's
+// own application_name nor another pgbench on a shared server is counted as walbench's.
+std::string next_application_name() {
+  static std::atomic<uint64_t> runs{0};
+  return absl::StrFormat("walbench-%d-%d", ::getpid(), ++runs);
 }
 
 // Every transaction of pgbench's per-thread logs (DIR/log.PID, DIR/log.PID.1, ...).
@@ -595,7 +689,8 @@ RepResult PostgresRuns::run_repetition(const CellSpec& cell, uint64_t seed, bool
                            sv->own_cluster, cell.platform.postgres.dsn);
       sv->created_tables = true;
       int rc = 0;
-      const std::string out = run_to_completion(init, dir.path, rc);
+      const std::string out =
+          run_to_completion(init, dir.path, kInitTimeoutS + kInitTimeoutPerScaleS * cell.workload.scale, rc);
       if (rc != 0) throw PostgresError("pgbench -i failed (exit " + std::to_string(rc) + "): " + last_lines(out));
       sv->initialised_scales.assign(1, cell.workload.scale);
     }
@@ -604,18 +699,25 @@ RepResult PostgresRuns::run_repetition(const CellSpec& cell, uint64_t seed, bool
       script_path = dir.path + "/workload.sql";
       std::ofstream(script_path) << script;
     }
+    const std::string application_name = next_application_name();
     std::vector<std::string> args =
         pgbench_args(cell, sv->bindir, sv->host, sv->port, script_path, seconds, progress_s);
     args.insert(args.end() - 1, {"-l", "--log-prefix=" + dir.path + "/log"});
-    args = connection_fixed(std::move(args), sv->own_cluster, cell.platform.postgres.dsn);
+    args = connection_fixed(std::move(args), sv->own_cluster, cell.platform.postgres.dsn,
+                            application_name);
+    std::vector<std::string> warnings;
 
     RunControl ctl(cell.clients);
+    if (pgbench_tables) prepare_pgbench_tables(*sv->observer);
     const WalStats wal0 = read_wal_stats(*sv->observer);
-    const double t_start = now_epoch_s();
-    PgbenchProcess pgbench(args, dir.path + "/pgbench.out");
-    const double open_at = t_start + rs.warmup_s, close_at = open_at + rs.duration_s;
+    const double t_fork = now_epoch_s();
+    PgbenchProcess pgbench(args, dir.path + "/pgbench.out", {"PGAPPNAME=" + application_name});
+    // The clock starts when pgbench's clients do: when all of them are connected (seen in
+    // pg_stat_activity under its application name), which is when pgbench lets them run.
+    double t_start = 0, open_at = 0, close_at = 0;
+    bool started = false;
     const double overrun_s = std::max(30.0, rs.watchdog_s);
-    double t_open = 0, t_close = 0, next_sample = open_at;
+    double t_open = 0, t_close = 0, next_sample = 0;
     uint64_t lsn_open = 0, lsn_close = 0;
     bool opened = false, closed = false;
     std::map<std::string, uint64_t> waits;
@@ -624,11 +726,19 @@ RepResult PostgresRuns::run_repetition(const CellSpec& cell, uint64_t seed, bool
     std::string error;
     const std::string activity =
         "SELECT coalesce(wait_event_type, ''), coalesce(wait_event, '') FROM "
-        "pg_stat_activity WHERE backend_type = 'client backend' AND application_name = 'pgbench' "
-        "AND pid <> pg_backend_pid()";
+        "pg_stat_activity WHERE backend_type = 'client backend' AND application_name = " +
+        sql_literal(application_name) + " AND pid <> pg_backend_pid()";
     for (;;) {
-      const double now = now_epoch_s();
-      if (!opened && now >= open_at) {
+      double now = now_epoch_s();
+      if (!started && backends_named(*sv->observer, application_name) >= static_cast<int>(cell.clients)) {
+        now = now_epoch_s();
+        t_start = now;
+        open_at = t_start + rs.warmup_s;
+        close_at = open_at + rs.duration_s;
+        next_sample = open_at;
+        started = true;
+      }
+      if (started && !opened && now >= open_at) {
         lsn_open = insert_lsn(*sv->observer);
         t_open = now_epoch_s();
         opened = true;
@@ -648,13 +758,14 @@ RepResult PostgresRuns::run_repetition(const CellSpec& cell, uint64_t seed, bool
         pgbench.kill_and_wait();
         return finalize(interrupted_error(interrupt_signal()));
       }
-      if (now > t_start + seconds + overrun_s) {
+      if (now > (started ? t_start : t_fork) + seconds + overrun_s) {
         pgbench.kill_and_wait();
         error = absl::StrFormat("pgbench ran %.0f s past its -T %d s; killed it", overrun_s, seconds);
         break;
       }
       double wait = 0.1;
-      if (!opened) wait = std::min(wait, open_at - now);
+      if (!started) wait = 0.005;
+      else if (!opened) wait = std::min(wait, open_at - now);
       else if (!closed) wait = std::min({wait, close_at - now, next_sample - now});
       const bool open_pipe = pgbench.read_stderr(std::max(0.0, wait), err_text);
       // Relay whole progress lines as walbench's.
@@ -675,8 +786,13 @@ RepResult PostgresRuns::run_repetition(const CellSpec& cell, uint64_t seed, bool
     const std::string out_text = slurp(dir.path + "/pgbench.out");
     if (error.empty() && rc != 0)
       error = "pgbench failed (exit " + std::to_string(rc) + "): " + last_lines(err_text + "\n" + out_text);
+    if (error.empty() && !started)
+      error = absl::StrFormat("pgbench ended %.2f s after walbench started it, before all of its "
+                              "%d clients were connected",
+                              now_epoch_s() - t_fork, cell.clients);
     if (error.empty() && !closed)
-      error = absl::StrFormat("pgbench ended %.2f s after it started, before the timed window closed",
+      error = absl::StrFormat("pgbench ended %.2f s after its clients started, before the timed "
+                              "window closed",
                               now_epoch_s() - t_start);
     PgbenchResult summary;
     if (error.empty()) {
@@ -686,13 +802,18 @@ RepResult PostgresRuns::run_repetition(const CellSpec& cell, uint64_t seed, bool
         error = e.what();
       }
     }
-    wait_for_pgbench_backends_to_exit(*sv->observer);
+    if (!wait_for_pgbench_backends_to_exit(*sv->observer, application_name))
+      warnings.push_back(
+          "pgbench's backends had not all exited 5 s after pgbench did: pg_stat_wal may miss the "
+          "last backends' counters");
     const WalStats wal1 = read_wal_stats(*sv->observer);
     const std::vector<PgbenchLogEntry> log = read_pgbench_logs(dir.path);
 
     if (!error.empty()) {
       null_numbers();
-      res.json["progress"] = log_progress(log, t_start, now_epoch_s(), rs.progress_interval_s);
+      res.json["progress"] = log_progress(log, started ? t_start : t_fork, now_epoch_s(),
+                                          rs.progress_interval_s);
+      res.json["warnings"] = warnings;
       res.json["server"] = sv->about;
       return finalize(error);
     }
@@ -720,31 +841,42 @@ RepResult PostgresRuns::run_repetition(const CellSpec& cell, uint64_t seed, bool
     for (const auto& [name, n] : waits) wait_json[name] = n;
     res.json["wait_events"] = std::move(wait_json);
     res.json["window"] = {{"txns", txns}, {"wal_bytes", lsn_close - lsn_open}, {"failed", w.failed}};
-    res.json["lock_stats"] = ojson::object();
-    ojson run_wal = {{"txns", w.run_txns},
-                     {"records", wal1.records - wal0.records},
-                     {"full_page_images", wal1.full_page_images - wal0.full_page_images},
-                     {"wal_bytes", wal1.bytes - wal0.bytes},
-                     {"wal_buffers_full", wal1.buffers_full - wal0.buffers_full},
-                     {"writes", wal1.writes - wal0.writes},
-                     {"fsyncs", wal1.syncs - wal0.syncs}};
-    res.json["model"] = run_wal;  // pg_stat_wal over the pgbench run, in the model's names
+    res.json["lock_stats"] = nullptr;  // the server's locks are not measured
+    // pg_stat_wal is cluster-wide and counts the whole pgbench run, warm-up and tail included:
+    // its per-transaction figures divide by the run's transactions, not the window's.
+    const WalStats d = {wal1.records - wal0.records,   wal1.full_page_images - wal0.full_page_images,
+                        wal1.bytes - wal0.bytes,       wal1.buffers_full - wal0.buffers_full,
+                        wal1.writes - wal0.writes,     wal1.syncs - wal0.syncs};
+    res.json["pg_stat_wal"] = {{"spans", "whole pgbench run, cluster-wide"},
+                               {"txns", w.run_txns},
+                               {"records", d.records},
+                               {"full_page_images", d.full_page_images},
+                               {"wal_bytes", d.bytes},
+                               {"wal_buffers_full", d.buffers_full},
+                               {"writes", d.writes},
+                               {"fsyncs", d.syncs}};
     nlohmann::json per_txn = nullptr;
-    if (w.run_txns > 0) {
-      const double n = static_cast<double>(w.run_txns);
-      per_txn = {{"wal_bytes", (wal1.bytes - wal0.bytes) / n},
-                 {"records", (wal1.records - wal0.records) / n},
-                 {"full_page_images", (wal1.full_page_images - wal0.full_page_images) / n},
-                 {"locks", nlohmann::json::object()},
-                 {"model", {{"writes", (wal1.writes - wal0.writes) / n},
-                            {"fsyncs", (wal1.syncs - wal0.syncs) / n},
-                            {"wal_buffers_full", (wal1.buffers_full - wal0.buffers_full) / n}}}};
+    if (txns > 0) {
+      const double run_n = static_cast<double>(std::max<uint64_t>(w.run_txns, 1));
+      nlohmann::json stat_wal = {{"spans", "whole pgbench run, cluster-wide"},
+                                 {"wal_bytes", d.bytes / run_n},
+                                 {"records", d.records / run_n},
+                                 {"full_page_images", d.full_page_images / run_n},
+                                 {"writes", d.writes / run_n},
+                                 {"fsyncs", d.syncs / run_n},
+                                 {"wal_buffers_full", d.buffers_full / run_n}};
+      if (w.run_txns == 0) stat_wal = nullptr;
+      // The window's: reserved (aligned) bytes between the window's insert positions.
+      per_txn = {{"wal_bytes", static_cast<double>(lsn_close - lsn_open) / static_cast<double>(txns)},
+                 {"locks", nullptr},
+                 {"pg_stat_wal", std::move(stat_wal)}};
     }
     num.per_txn = per_txn;
     res.json["per_txn"] = ojson(per_txn);
+    res.json["warnings"] = warnings;
     res.json["verify"] = nullptr;
     res.verify_text = "skipped";
-    res.json["pgbench"] = {{"command", absl::StrJoin(args, " ")},
+    res.json["pgbench"] = {{"command", recorded_command(args, sv->own_cluster)},
                            {"tps", summary.tps},
                            {"transactions", summary.transactions},
                            {"failed", summary.failed},

@@ -24,6 +24,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "harness/interrupt.h"
 
 namespace walbench {
 namespace {
@@ -43,10 +44,11 @@ std::string log_tail(const std::string& path, size_t n = 3) {
   return absl::StrJoin(lines.begin() + static_cast<long>(from), lines.end(), " | ");
 }
 
-// Runs argv[0] (a path) as `user` in a session of its own, stdin from /dev/null, stdout and
-// stderr appended to `log_path`; returns its exit status (128 + signal when killed).
+}  // namespace
+
+// See postgres_server.h.
 int run_program(const std::vector<std::string>& argv, const OsUser& user,
-                const std::string& log_path) {
+                const std::string& log_path, double timeout_s, bool honour_interrupt) {
   const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log < 0) throw PostgresError("cannot open " + log_path + ": " + errno_text());
   if (::geteuid() == 0) (void)::fchown(log, user.uid, user.gid);
@@ -74,10 +76,51 @@ int run_program(const std::vector<std::string>& argv, const OsUser& user,
     ::_exit(127);
   }
   ::close(log);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw PostgresError("waitpid for " + argv[0] + ": " + errno_text());
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR)
+      throw PostgresError("waitpid for " + argv[0] + ": " + errno_text());
+    const int sig = honour_interrupt ? interrupt_signal() : 0;
+    const bool late = std::chrono::steady_clock::now() > deadline;
+    if (sig != 0 || late) {
+      ::kill(-pid, SIGKILL);  // its session (setsid: the session id is its pid)
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      const std::string program = fs::path(argv[0]).filename().string();
+      if (sig != 0)
+        throw PostgresError(program + " stopped: " + interrupted_error(sig));
+      throw PostgresError(absl::StrFormat("%s did not finish within %g s; killed it: %s",
+                                          program, timeout_s, log_tail(log_path)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+namespace {
+
+// Throws, in one line, when `user` cannot traverse every directory from / down to `dir` (root
+// reaches a directory the server's user then cannot: initdb would fail obscurely). `what` names
+// where the directory came from ("TMPDIR", "platform.wal_dir").
+void check_traversable(const std::string& dir, const OsUser& user, const std::string& what) {
+  if (::geteuid() != 0 || user.uid == 0) return;
+  fs::path at = "/";
+  for (const auto& part : fs::absolute(dir).relative_path()) {
+    at /= part;
+    struct stat st {};
+    if (::stat(at.c_str(), &st) != 0) continue;  // mkdtemp reports a missing directory
+    const mode_t bit = st.st_uid == user.uid ? S_IXUSR : st.st_gid == user.gid ? S_IXGRP : S_IXOTH;
+    if ((st.st_mode & bit) == 0)
+      throw PostgresError(absl::StrFormat(
+          "%s %s: the server's OS user %s cannot traverse %s (mode %04o) and PostgreSQL refuses "
+          "to run as root; make it traversable (chmod o+x %s) or choose a directory it can reach",
+          what, dir, user.name, at.string(), st.st_mode & 07777, at.string()));
+  }
 }
 
 // A fresh directory under `parent` from a mkdtemp template, mode 0700, owned by `user`.
@@ -101,12 +144,16 @@ std::string conf_quote(const std::string& v) {
   return out + "'";
 }
 
+// The postmaster's pid from its pid file; 0 when the file is missing, unreadable or not a
+// positive pid (never a pid that kill() would read as a process group).
 pid_t read_postmaster_pid(const std::string& data_dir) {
   std::ifstream in(data_dir + "/postmaster.pid");
   long pid = 0;
   in >> pid;
-  return in ? static_cast<pid_t>(pid) : 0;
+  return in && pid > 0 ? static_cast<pid_t>(pid) : 0;
 }
+
+constexpr double kInitdbTimeoutS = 300;
 
 // Waits up to `seconds` for `done()`; returns its last value.
 template <class F>
@@ -172,6 +219,11 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+bool signal_process(pid_t pid, int sig) {
+  if (pid <= 0) return false;  // 0 and -1 would signal our own group or every process
+  return ::kill(pid, sig) == 0;
+}
+
 bool process_alive(pid_t pid) {
   if (pid <= 0) return false;
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -223,7 +275,10 @@ void PostgresServer::start(const ServerOptions& o) {
   check_server_binaries(o.bindir, true);
   user_ = server_os_user();
   const char* tmp = std::getenv("TMPDIR");
-  root_ = make_private_dir(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "walbench-pg-", user_);
+  const std::string parent = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  check_traversable(parent, user_, "TMPDIR");
+  if (!o.wal_dir.empty()) check_traversable(o.wal_dir, user_, "platform.wal_dir");
+  root_ = make_private_dir(parent, "walbench-pg-", user_);
   if (!o.wal_dir.empty()) wal_root_ = make_private_dir(o.wal_dir, "walbench-pg-wal-", user_);
 
   std::vector<std::string> initdb = {o.bindir + "/initdb", "-D", data_dir(), "-U", "walbench",
@@ -231,7 +286,7 @@ void PostgresServer::start(const ServerOptions& o) {
                                      absl::StrFormat("--wal-segsize=%d", o.wal_segsize_mb)};
   if (!wal_root_.empty()) initdb.push_back("--waldir=" + wal_root_ + "/pg_wal");
   const std::string initdb_log = root_ + "/initdb.log";
-  if (run_program(initdb, user_, initdb_log) != 0)
+  if (run_program(initdb, user_, initdb_log, kInitdbTimeoutS) != 0)
     throw PostgresError("initdb failed (as user " + user_.name + "): " + log_tail(initdb_log));
 
   port_ = free_port();
@@ -248,7 +303,7 @@ void PostgresServer::start(const ServerOptions& o) {
   const std::string log = root_ + "/server.log";
   const int rc = run_program({o.bindir + "/pg_ctl", "-D", data_dir(), "-l", log, "-w", "-t",
                               std::to_string(o.start_timeout_s), "start"},
-                             user_, root_ + "/pg_ctl.log");
+                             user_, root_ + "/pg_ctl.log", o.start_timeout_s + 10.0);
   postmaster_ = read_postmaster_pid(data_dir());
   if (rc != 0)
     throw PostgresError("the PostgreSQL server did not start (pg_ctl exit " + std::to_string(rc) +
@@ -264,18 +319,19 @@ void PostgresServer::stop() {
     if (postmaster_ <= 0) postmaster_ = read_postmaster_pid(data_dir());
     const int rc = run_program({options_.bindir + "/pg_ctl", "-D", data_dir(), "-m", "fast",
                                 "-w", "-t", "60", "stop"},
-                               user_, root_ + "/pg_ctl.log");
+                               user_, root_ + "/pg_ctl.log", 70.0, /*honour_interrupt=*/false);
     if (rc != 0 || !wait_until(5, [&] { return !process_alive(postmaster_); })) {
       problem = "the PostgreSQL server did not stop (pg_ctl stop exit " + std::to_string(rc) +
                 "); killed it";
-      ::kill(postmaster_, SIGQUIT);  // immediate shutdown
-      if (!wait_until(10, [&] { return !process_alive(postmaster_); })) ::kill(postmaster_, SIGKILL);
+      signal_process(postmaster_, SIGQUIT);  // immediate shutdown
+      if (!wait_until(10, [&] { return !process_alive(postmaster_); }))
+        signal_process(postmaster_, SIGKILL);
     }
     postmaster_ = 0;
   }
   // The backends exit with their postmaster (they watch for its death).
   if (!root_.empty() && !wait_until(10, [&] { return processes_in(data_dir()).empty(); })) {
-    for (pid_t pid : processes_in(data_dir())) ::kill(pid, SIGKILL);
+    for (pid_t pid : processes_in(data_dir())) signal_process(pid, SIGKILL);
     problem += (problem.empty() ? "" : "; ") + std::string("server processes outlived it; killed them");
   }
   remove_directories();

@@ -3,18 +3,20 @@
 // Lifecycle: a fresh temporary directory (mkdtemp under $TMPDIR, else /tmp) owned by the
 // server's OS user holds the data directory, the socket and the logs; initdb (UTF8, locale C,
 // trust auth, --wal-segsize, --waldir when pg_wal goes elsewhere) -> the settings appended to
-// postgresql.conf -> `pg_ctl start -w` on a free port, listening on the Unix socket in that
-// directory only -> ... -> `pg_ctl stop -m fast` (then immediate, then SIGKILL if the server
+// postgresql.conf -> `pg_ctl start -w` listening on the Unix socket in that directory only (no
+// TCP: the free port only names the socket) -> ... -> `pg_ctl stop -m fast` (then immediate, then SIGKILL if the server
 // does not go) -> the directories removed. The destructor stops and removes, so an exception
 // or an interrupted run (harness/interrupt.h: the runner unwinds) leaves nothing behind. A
 // second SIGINT, which _exits at once, or SIGKILL does leave the cluster: `pg_ctl -D DIR/data
-// stop` and removing DIR clean it up.
+// stop` as the server's user (as root: `runuser -u nobody -- .../pg_ctl -D DIR/data stop`) and
+// removing DIR clean it up. Every program runs under a deadline (run_program).
 //
 // The OS user. PostgreSQL refuses to run as root. Run by root, walbench runs initdb and pg_ctl
 // as the user "walbench" when it exists (an administrator may create one: `useradd --system
 // walbench`), else as "nobody", which every Debian system has: walbench creates no user. The
-// temporary directory is mode 0700 and that user's; root reaches it anyway. Otherwise the
-// server runs as the invoking user.
+// temporary directory is mode 0700 and that user's; root reaches it anyway, but that user must
+// traverse $TMPDIR (and wal_dir) from / down: checked before initdb, one line when it cannot.
+// Otherwise the server runs as the invoking user.
 //
 // pg_ctl and the postmaster run in a session of their own (setsid), so a terminal's Ctrl-C
 // reaches walbench, which then stops the server itself, and not the server directly.
@@ -46,6 +48,15 @@ struct OsUser {
   gid_t gid = 0;
 };
 OsUser server_os_user();
+
+// Runs argv[0] (a path) as `user` in a session of its own, stdin from /dev/null, stdout and
+// stderr appended to `log_path`; returns its exit status (128 + signal when killed). Polled, not
+// waited for blindly: past `timeout_s`, or once SIGINT/SIGTERM has reached walbench
+// (harness/interrupt.h) when `honour_interrupt`, its session is killed (SIGKILL) and
+// PostgresError names the program (and on timeout its log's tail). The steps that clean up after
+// an interrupt (pg_ctl stop) pass honour_interrupt = false.
+int run_program(const std::vector<std::string>& argv, const OsUser& user,
+                const std::string& log_path, double timeout_s, bool honour_interrupt = true);
 
 // A TCP port nothing listens on now (bound and released; the kernel picks it).
 int free_port();
@@ -94,6 +105,9 @@ class PostgresServer {
   pid_t postmaster_ = 0;
 };
 
+// kill(pid, sig) for a real pid only: false, signalling nothing, for pid <= 0 (which kill()
+// would read as walbench's own process group or every process).
+bool signal_process(pid_t pid, int sig);
 // Whether a process (not a zombie) has pid `pid`.
 bool process_alive(pid_t pid);
 // Processes whose working directory is `dir` or under it (PostgreSQL's processes chdir into

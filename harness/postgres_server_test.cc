@@ -3,16 +3,21 @@
 // destroyed on an exception or failing to start. Skipped, with a message, where PostgreSQL's
 // programs are not installed (scripts/setup.sh --with-postgres).
 #include "harness/postgres_server.h"
+#include "harness/postgres_test_support.h"
 
 #include <libpq-fe.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <string>
 
 #include <catch2/catch.hpp>
 
+#include "harness/interrupt.h"
 #include "harness/postgres_config.h"
 #include "tests/temp_dir.h"
 
@@ -21,16 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// PostgreSQL's programs, or "" (and a warning saying the test was skipped).
-std::string installed_bindir() {
-  try {
-    check_server_binaries(default_bindir(), false);
-    return default_bindir();
-  } catch (const PostgresError& e) {
-    WARN("skipped: " << e.what());
-    return "";
-  }
-}
+std::string installed_bindir() { return testing::postgres_bindir_or_skip(); }
 
 // The one value `sql` returns, through libpq.
 std::string query_value(const std::string& conninfo, const std::string& sql) {
@@ -159,6 +155,61 @@ TEST_CASE("missing programs: one line saying what to install or set", "[postgres
   } catch (const PostgresError& e) {
     CHECK(std::string(e.what()).rfind("platform.bindir " + empty.path.string() + " has no initdb", 0) == 0);
   }
+}
+
+TEST_CASE("a pid that is not one is never signalled", "[postgres][server]") {
+  CHECK(!signal_process(0, 0));   // kill(0, ...) would be walbench's own process group
+  CHECK(!signal_process(-1, 0));  // and kill(-1, ...) every process it may signal
+  CHECK(signal_process(::getpid(), 0));
+}
+
+TEST_CASE("a server program that hangs is killed at its deadline or on SIGINT",
+          "[postgres][server]") {
+  testing::TempDir dir;
+  const OsUser me = {"me", ::geteuid(), ::getegid()};
+  const std::string log = dir.file("sleep.log");
+  using Clock = std::chrono::steady_clock;
+
+  auto t0 = Clock::now();
+  CHECK_THROWS_WITH(run_program({"/bin/sleep", "30"}, me, log, 0.3),
+                    Catch::Contains("sleep did not finish within 0.3 s; killed it"));
+  CHECK(Clock::now() - t0 < std::chrono::seconds(5));
+
+  t0 = Clock::now();
+  {
+    InterruptHandlers handlers("");
+    std::thread interrupter([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      request_interrupt(SIGINT);
+    });
+    CHECK_THROWS_WITH(run_program({"/bin/sleep", "30"}, me, log, 60),
+                      Catch::Contains("sleep stopped: interrupted by SIGINT"));
+    interrupter.join();
+    // The cleanup steps run on regardless (pg_ctl stop after an interrupt).
+    CHECK(run_program({"/bin/true"}, me, log, 10, /*honour_interrupt=*/false) == 0);
+  }
+  CHECK(Clock::now() - t0 < std::chrono::seconds(5));
+  CHECK(run_program({"/bin/sh", "-c", "exit 3"}, me, log, 10) == 3);
+}
+
+TEST_CASE("run by root, a TMPDIR the server's user cannot traverse is named before initdb",
+          "[postgres][server]") {
+  if (::geteuid() != 0) return;  // only root hands the cluster to another user
+  const std::string bindir = installed_bindir();
+  if (bindir.empty()) return;
+  testing::TempDir closed;
+  ::chmod(closed.path.c_str(), 0700);
+  const std::string inner = closed.file("tmp");
+  fs::create_directory(inner);
+  ::chmod(inner.c_str(), 0777);
+  ServerOptions o;
+  o.bindir = bindir;
+  ::setenv("TMPDIR", inner.c_str(), 1);
+  CHECK_THROWS_WITH(PostgresServer(o),
+                    Catch::Contains("TMPDIR " + inner + ": the server's OS user") &&
+                        Catch::Contains("cannot traverse " + closed.path.string() + " (mode 0700)"));
+  ::unsetenv("TMPDIR");
+  CHECK(fs::is_empty(inner));  // nothing created
 }
 
 }  // namespace
