@@ -3,7 +3,6 @@
 // from this one with kill(2).
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,9 +21,9 @@
 
 #include "core/platform/sim.h"
 #include "harness/interrupt.h"
+#include "tests/spawn_walbench.h"
 #include "tests/temp_dir.h"
 
-extern char** environ;
 
 namespace walbench {
 namespace {
@@ -66,31 +65,8 @@ struct Child {
   Child(const TempDir& dir, const std::vector<std::string>& args, const std::string& tag) {
     out_path = dir.file(tag + ".out");
     err_path = dir.file(tag + ".err");
-    std::vector<std::string> argv_s = {WALBENCH_BINARY};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addchdir_np(&fa, dir.path.c_str());
-    posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGINT);
-    sigaddset(&defaults, SIGTERM);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-    const int rc = posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    REQUIRE(rc == 0);
+    pid = testing::spawn_walbench(WALBENCH_BINARY, args, dir.path, out_path, err_path);
+    REQUIRE(pid > 0);
   }
   ~Child() {
     if (pid > 0) {

@@ -6,7 +6,6 @@
 // (scripts/setup.sh --with-postgres). Each takes a few seconds.
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,9 +25,9 @@
 #include "harness/postgres_config.h"
 #include "harness/postgres_server.h"
 #include "harness/postgres_test_support.h"
+#include "tests/spawn_walbench.h"
 #include "tests/temp_dir.h"
 
-extern char** environ;
 
 namespace walbench {
 namespace {
@@ -65,36 +64,9 @@ struct Child {
   Child(const TempDir& cwd, const std::string& tmp, const std::vector<std::string>& args) {
     out_path = cwd.file("walbench.out");
     err_path = cwd.file("walbench.err");
-    std::vector<std::string> argv_s = {WALBENCH_BINARY};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_s = {"TMPDIR=" + tmp};
-    for (char** e = environ; *e != nullptr; ++e)
-      if (std::string(*e).rfind("TMPDIR=", 0) != 0) env_s.push_back(*e);
-    std::vector<char*> env;
-    for (auto& e : env_s) env.push_back(e.data());
-    env.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addchdir_np(&fa, cwd.path.c_str());
-    posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGINT);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-    const int rc = posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), env.data());
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    REQUIRE(rc == 0);
+    pid = testing::spawn_walbench(WALBENCH_BINARY, args, cwd.path, out_path, err_path,
+                                  {"TMPDIR=" + tmp});
+    REQUIRE(pid > 0);
   }
   ~Child() {
     if (pid > 0) {

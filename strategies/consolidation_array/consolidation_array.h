@@ -82,8 +82,8 @@
 //   waiters_[c].next / .state        Atomics: c's link on the list it is pushed on and its
 //                                    kNotQueued / kQueued / kSleeping state (W1, W2)
 //   progress_[c]                     Atomic per client, own line: kIdle; joining(i, o) (about
-//                                    to join, or joined, slot i at offset o, start not known
-//                                    yet); kUnknown (reserving alone); or an LSN below which c
+//                                    to join, or joined, slot i at an offset of at least o,
+//                                    start not known yet); kUnknown (reserving alone); or an LSN below which c
 //                                    has copied all it reserved (its start, then what it
 //                                    advertised)
 //   advertised_                      Atomic: clients in flight that advertised (enables the scan)
@@ -120,8 +120,10 @@
 //      WAL only) ran 2,660 tps against insert_locks's 53-61k.
 //   C7 A client waits (for base, for released_, for a ring entry) only with progress joining(i, o)
 //      while the wait cannot depend on a flusher (waiting for base: the leader only takes
-//      insertpos_lck_), or with progress kIdle; so flushers never wait for a client that waits
-//      for them.
+//      insertpos_lck_; a prober waiting for a full or closed slot (W3), whose joining word may
+//      be stale: that slot's leader likewise), or with progress kIdle; so flushers never wait
+//      for a client that waits for them. A flusher held by a prober's stale word waits for that
+//      leader's lock section, not for a flush.
 //   C8 (delegated) Group g records itself in ring_[g % R] only once released_ > g - R. Then group
 //      g - R was claimed (its entry cleared) before it was exposed, and the entry stays g's
 //      until g is claimed, since g + R waits for released_ > g. An entry found free is not
@@ -180,9 +182,9 @@
 //
 // Insert
 //   1-2 progress := joining(slot, offset); join the slot (CAS), trying the next active
-//     position on failure (progress again before each CAS)
-//   3 leader: grab a free slot, insertpos_lck_, close, install, reserve, PrevBytePos, publish,
-//     unlock, wake the slot's waiters (W3); member: wait until base is published (W1, W3)
+//     position on failure (progress again only when the offset it would get fell, C5)
+//   3 leader: grab a free slot, insertpos_lck_, close, install, reserve, PrevBytePos, unlock,
+//     publish, wake the slot's waiters (W3); member: wait until base is published (W1, W3)
 //   4 progress := start; set xl_prev, finish the CRC; copy (GetXLogBuffer may advertise + block)
 //   5 progress := kIdle; fetch_sub(remaining); the last one frees the slot and releases (C4)
 // Wait (WaitXLogInsertionsToFinish)
@@ -766,7 +768,8 @@ class ConsolidationArray {
   }
 
   // The min over in-flight clients' progress, capped at `reserved`; 0 while a client reserving
-  // alone has not published its start (C5, C6).
+  // alone has not published its start, or a joining client's slot is closed with its base not
+  // yet published (C5, C6). `lowest` is the client that set the result.
   template <class W>
   Scan scan_progress(const W& wal, uint64_t reserved) const {
     Scan scan;

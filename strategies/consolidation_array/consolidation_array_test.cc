@@ -179,40 +179,6 @@ TEST_CASE("many clients start as fast as with insert_locks (sync commit, oversub
   }
 }
 
-TEST_CASE("delegated_release false: no convoy of sleeping releasers at 16-64 clients",
-          "[consolidation][sim]") {
-  // Hazard (a), fixed: the releaser of group g polled released_ with sleeps; once asleep, every
-  // group's exposure waited for its releaser's next wake-up. On this cell (the 64-vCPU machine
-  // of configs/beyond-postgres-wal-only.json, 16 B, no transactions, no client overhead) the
-  // old code ran 16.9k / 17.0k tps at 16 / 64 clients against insert_locks's 3.43M / 2.63M.
-  // Now it waits on group g - 1's wait list, is woken by g - 1's releaser (W2), and one that
-  // slept wakes the sleepers behind it (W4): 2.26M / 2.37M. (Figures before xlblocks stores
-  // became plain, which sped insert_locks up: in this 5 ms window 25.8k records at 16 clients
-  // against consolidation_array's 11.4k, the old code's 0.7k.) Bound: a quarter of
-  // insert_locks; the old code reached under 5%.
-  for (uint32_t clients : {16u, 64u}) {
-    auto cell = [&](const Variant& v) {
-      CellSpec spec;
-      spec.strategy = v.strategy;
-      spec.strategy_params = v.params;
-      spec.platform.kind = "sim";
-      spec.platform.sim = {{"preset", "icelake_2s"}, {"smt", 2}, {"cores", 32}, {"sockets", 1}};
-      spec.clients = clients;
-      spec.workload.record_size.kind = SizeSpec::Kind::kFixed;
-      spec.workload.record_size.value = 16;
-      spec.workload.transactional = false;
-      spec.run.seed = 1;
-      return run_counting(spec, 0.005);
-    };
-    const LockedOutcome base = cell({"insert_locks", {{"insertingat", "atomic"}}});
-    const LockedOutcome o = cell({"consolidation_array", {{"delegated_release", false}}});
-    INFO(clients << " clients: consolidation_array " << o.records << " records, insert_locks "
-                 << base.records);
-    REQUIRE(base.records > 1000);
-    CHECK(o.records * 4 >= base.records);
-  }
-}
-
 namespace {
 
 // configs/beyond-postgres-wal-only.json's 64-vCPU cell (1 socket x 32 cores x 2 SMT, its backend
@@ -235,6 +201,34 @@ CellSpec wal_only_64vcpu_spec(const Variant& v, uint32_t clients, uint32_t recor
 }
 
 }  // namespace
+
+TEST_CASE("delegated_release false: no convoy of sleeping releasers at 16-64 clients",
+          "[consolidation][sim]") {
+  // Hazard (a), fixed: the releaser of group g polled released_ with sleeps; once asleep, every
+  // group's exposure waited for its releaser's next wake-up. On this cell (the 64-vCPU machine
+  // of configs/beyond-postgres-wal-only.json, 16 B, no transactions, no client overhead) the
+  // old code ran 16.9k / 17.0k tps at 16 / 64 clients against insert_locks's 3.43M / 2.63M.
+  // Now it waits on group g - 1's wait list, is woken by g - 1's releaser (W2), and one that
+  // slept wakes the sleepers behind it (W4): 2.26M / 2.37M. (Figures before xlblocks stores
+  // became plain, which sped insert_locks up: in this 5 ms window 25.8k records at 16 clients
+  // against consolidation_array's 11.4k, the old code's 0.7k.) Bound: a quarter of
+  // insert_locks; the old code reached under 5%.
+  for (uint32_t clients : {16u, 64u}) {
+    auto cell = [&](const Variant& v) {
+      CellSpec spec = wal_only_64vcpu_spec(v, clients, 16);
+      spec.workload.client_overhead_us = 0;  // a bare insert loop: the release chain alone
+      spec.workload.client_overhead_jitter = 0;
+      spec.workload.payload_ns_per_byte = 0;
+      return run_counting(spec, 0.005);
+    };
+    const LockedOutcome base = cell({"insert_locks", {{"insertingat", "atomic"}}});
+    const LockedOutcome o = cell({"consolidation_array", {{"delegated_release", false}}});
+    INFO(clients << " clients: consolidation_array " << o.records << " records, insert_locks "
+                 << base.records);
+    REQUIRE(base.records > 1000);
+    CHECK(o.records * 4 >= base.records);
+  }
+}
 
 TEST_CASE("delegated_release false: no convoy of releasers with more clients than hardware threads",
           "[consolidation][sim]") {
