@@ -823,19 +823,8 @@ RepResult PostgresRuns::run_repetition(const CellSpec& cell, uint64_t seed, bool
       txns += t;
       if (t == 0) ++idle;
     }
-    const double elapsed = t_close - t_open;
-    const LatencySummaryMs lat = summarize_latency(ctl.counters);
-    RepetitionNumbers& num = res.numbers;
-    num.measured = true;
-    num.tps = elapsed > 0 ? static_cast<double>(txns) / elapsed : 0;
-    num.bytes_per_s = elapsed > 0 ? static_cast<double>(lsn_close - lsn_open) / elapsed : 0;
-    num.lat_mean_ms = lat.count ? lat.mean : std::nan("");
-    res.json["tps"] = num.tps;
-    res.json["bytes_per_s"] = num.bytes_per_s;
-    res.json["txns"] = txns;
-    res.json["elapsed_s"] = elapsed;
-    res.json["clients_without_txn"] = idle;
-    res.json["latency_ms"] = lat.count ? ojson(lat.to_json()) : ojson(nullptr);
+    record_window_numbers(res, txns, lsn_close - lsn_open, t_close - t_open, idle,
+                          summarize_latency(ctl.counters));
     res.json["progress"] = log_progress(log, t_start, t_start + seconds, rs.progress_interval_s);
     ojson wait_json = ojson::object();
     for (const auto& [name, n] : waits) wait_json[name] = n;
@@ -871,7 +860,7 @@ RepResult PostgresRuns::run_repetition(const CellSpec& cell, uint64_t seed, bool
                  {"locks", nullptr},
                  {"pg_stat_wal", std::move(stat_wal)}};
     }
-    num.per_txn = per_txn;
+    res.numbers.per_txn = per_txn;
     res.json["per_txn"] = ojson(per_txn);
     res.json["warnings"] = warnings;
     res.json["verify"] = nullptr;

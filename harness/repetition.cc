@@ -56,6 +56,22 @@ nlohmann::json trace_about(const CellSpec& cell, uint64_t seed) {
 
 }  // namespace
 
+void record_window_numbers(RepResult& res, uint64_t txns, uint64_t bytes, double elapsed_s,
+                           uint64_t clients_without_txn, const LatencySummaryMs& lat) {
+  RepetitionNumbers& num = res.numbers;
+  num.measured = true;
+  num.tps = elapsed_s > 0 ? static_cast<double>(txns) / elapsed_s : 0.0;
+  num.bytes_per_s = elapsed_s > 0 ? static_cast<double>(bytes) / elapsed_s : 0.0;
+  num.lat_mean_ms = lat.count ? lat.mean : std::nan("");  // no transaction ended: unknown
+  res.json["tps"] = num.tps;
+  res.json["bytes_per_s"] = num.bytes_per_s;
+  res.json["txns"] = txns;
+  res.json["elapsed_s"] = elapsed_s;
+  res.json["clients_without_txn"] = clients_without_txn;
+  res.json["latency_ms"] =
+      lat.count ? nlohmann::ordered_json(lat.to_json()) : nlohmann::ordered_json(nullptr);
+}
+
 RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t seed, bool quiet,
                          std::ostream& err, const StuckHandler& on_stuck,
                          const TraceOptions* trace) {
@@ -179,19 +195,7 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
       bytes += obs.bytes1[i] - obs.bytes0[i];
       if (obs.txns1[i] == obs.txns0[i]) ++idle;
     }
-    const double elapsed = obs.elapsed_s;
-    RepetitionNumbers& num = res.numbers;
-    num.measured = true;
-    num.tps = elapsed > 0 ? static_cast<double>(txns) / elapsed : 0.0;
-    num.bytes_per_s = elapsed > 0 ? static_cast<double>(bytes) / elapsed : 0.0;
-    const LatencySummaryMs lat = summarize_latency(ctl.counters);
-    num.lat_mean_ms = lat.count ? lat.mean : std::nan("");  // no transaction ended: unknown
-    res.json["tps"] = num.tps;
-    res.json["bytes_per_s"] = num.bytes_per_s;
-    res.json["txns"] = txns;
-    res.json["elapsed_s"] = elapsed;
-    res.json["clients_without_txn"] = idle;
-    res.json["latency_ms"] = lat.count ? ojson(lat.to_json()) : ojson(nullptr);
+    record_window_numbers(res, txns, bytes, obs.elapsed_s, idle, summarize_latency(ctl.counters));
   } else {
     for (const char* k : {"tps", "bytes_per_s", "txns", "elapsed_s", "clients_without_txn", "latency_ms"})
       res.json[k] = nullptr;

@@ -14,6 +14,7 @@
 
 #include "core/cell/cell.h"
 #include "harness/cell_json.h"
+#include "harness/measure.h"
 #include "core/cell/spec.h"
 #include "harness/trace.h"
 
@@ -35,6 +36,12 @@ using StuckHandler = std::function<void(const RepResult&)>;
 RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t seed, bool quiet,
                          std::ostream& err, const StuckHandler& on_stuck,
                          const TraceOptions* trace = nullptr);
+
+// The timed window's numbers, as every platform records them in the repetition entry and in
+// res.numbers: tps, bytes_per_s, txns, elapsed_s, clients_without_txn, latency_ms (null when no
+// transaction ended in the window). harness/RESULTS.md "Repetitions".
+void record_window_numbers(RepResult& res, uint64_t txns, uint64_t bytes, double elapsed_s,
+                           uint64_t clients_without_txn, const LatencySummaryMs& lat);
 
 // What the thread monitor observed in one repetition (threads_monitor.cc).
 struct ThreadsObservation {
