@@ -36,13 +36,7 @@ namespace {
 namespace fs = std::filesystem;
 
 using testing::TempDir;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::slurp;
 
 // What SimConfig::from_json throws for `j` (fails the test if nothing).
 std::string sim_error(const nlohmann::json& j, const std::string& path = "/platform") {

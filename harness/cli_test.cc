@@ -18,13 +18,7 @@ namespace walbench {
 namespace {
 
 using testing::TempDir;
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::slurp;
 
 struct Result {
   int rc = -1;

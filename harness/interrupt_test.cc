@@ -29,16 +29,10 @@ namespace walbench {
 namespace {
 
 using testing::TempDir;
+using testing::slurp;
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Four simulated cells: two quick ones (1 and 2 clients), then two that take about a second of
 // real time each (512 and 1024 clients), so that a signal sent after the first cell's line
@@ -58,24 +52,10 @@ constexpr const char* kSimConfig = R"({
 
 // `walbench ARGS` started in `dir` with stdout and stderr to files, SIGINT and SIGTERM at their
 // default dispositions (whatever this process does with them).
-struct Child {
-  pid_t pid = -1;
-  std::string out_path, err_path;
-
-  Child(const TempDir& dir, const std::vector<std::string>& args, const std::string& tag) {
-    out_path = dir.file(tag + ".out");
-    err_path = dir.file(tag + ".err");
-    pid = testing::spawn_walbench(WALBENCH_BINARY, args, dir.path, out_path, err_path);
-    REQUIRE(pid > 0);
-  }
-  ~Child() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-  std::string out() const { return slurp(out_path); }
-  std::string err() const { return slurp(err_path); }
+struct Child : testing::WalbenchProcess {
+  Child(const TempDir& dir, const std::vector<std::string>& args, const std::string& tag)
+      : WalbenchProcess(WALBENCH_BINARY, args, dir.path, dir.file(tag + ".out"),
+                        dir.file(tag + ".err")) {}
 
   // Waits until `text` appears in stdout (or stderr with from_err); false after `limit`.
   bool wait_for(const std::string& text, bool from_err = false,

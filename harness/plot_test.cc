@@ -22,18 +22,12 @@ namespace {
 
 using nlohmann::json;
 using testing::TempDir;
+using testing::slurp;
 
 struct Run {
   int rc = -1;
   std::string out, err;
 };
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 Run walbench(const std::string& args, const TempDir& dir) {
   const auto out = dir.path / "stdout.txt", err = dir.path / "stderr.txt";

@@ -35,13 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using testing::TempDir;
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::slurp;
 
 bool postgres_installed() { return !testing::postgres_bindir_or_skip().empty(); }
 
@@ -58,24 +52,10 @@ struct ScratchTmp {
 };
 
 // `walbench ARGS` in `cwd` with TMPDIR=tmp, stdout and stderr to files, SIGINT at its default.
-struct Child {
-  pid_t pid = -1;
-  std::string out_path, err_path;
-  Child(const TempDir& cwd, const std::string& tmp, const std::vector<std::string>& args) {
-    out_path = cwd.file("walbench.out");
-    err_path = cwd.file("walbench.err");
-    pid = testing::spawn_walbench(WALBENCH_BINARY, args, cwd.path, out_path, err_path,
-                                  {"TMPDIR=" + tmp});
-    REQUIRE(pid > 0);
-  }
-  ~Child() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-  std::string out() const { return slurp(out_path); }
-  std::string err() const { return slurp(err_path); }
+struct Child : testing::WalbenchProcess {
+  Child(const TempDir& cwd, const std::string& tmp, const std::vector<std::string>& args)
+      : WalbenchProcess(WALBENCH_BINARY, args, cwd.path, cwd.file("walbench.out"),
+                        cwd.file("walbench.err"), {"TMPDIR=" + tmp}) {}
   // Waits for `text` on stderr; false when walbench ended first or after `limit_s`.
   bool wait_for_err(const std::string& text, double limit_s = 60) {
     const auto end = Clock::now() + std::chrono::duration<double>(limit_s);

@@ -23,13 +23,7 @@ namespace {
 
 using nlohmann::json;
 using testing::TempDir;
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::slurp;
 
 struct Result {
   int rc = -1;

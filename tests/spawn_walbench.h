@@ -7,10 +7,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
 #include <vector>
+
+#include "tests/temp_dir.h"
 
 extern char** environ;
 
@@ -60,5 +63,29 @@ inline pid_t spawn_walbench(const std::string& binary, const std::vector<std::st
   posix_spawnattr_destroy(&attr);
   return rc == 0 ? pid : -1;
 }
+
+// A started walbench: its pid and output files; killed (SIGKILL) and reaped when the test ends
+// without having waited for it (set pid to -1 once reaped).
+struct WalbenchProcess {
+  pid_t pid = -1;
+  std::string out_path, err_path;
+  WalbenchProcess(const std::string& binary, const std::vector<std::string>& args,
+                  const std::string& cwd, std::string out, std::string err,
+                  const std::vector<std::string>& env = {})
+      : out_path(std::move(out)), err_path(std::move(err)) {
+    pid = spawn_walbench(binary, args, cwd, out_path, err_path, env);
+    REQUIRE(pid > 0);
+  }
+  ~WalbenchProcess() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  WalbenchProcess(const WalbenchProcess&) = delete;
+  WalbenchProcess& operator=(const WalbenchProcess&) = delete;
+  std::string out() const { return slurp(out_path); }
+  std::string err() const { return slurp(err_path); }
+};
 
 }  // namespace walbench::testing
