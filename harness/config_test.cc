@@ -18,6 +18,7 @@
 
 #include "core/platform/sim.h"
 #include "strategies/strategy.h"
+#include "tests/config_text.h"
 
 namespace walbench {
 namespace {
@@ -27,20 +28,8 @@ using OJson = nlohmann::ordered_json;
 // A scratch directory removed at scope exit.
 using testing::TempDir;
 
-std::vector<CellSpec> expand(const std::string& text) {
-  return expand_matrix(OJson::parse(text), "test.json");
-}
-
-// The ConfigError that expanding `text` throws (fails the test if none).
-ConfigError error_of(const std::string& text) {
-  try {
-    expand(text);
-  } catch (const ConfigError& e) {
-    return e;
-  }
-  FAIL("no ConfigError for " << text);
-  throw std::logic_error("unreachable");
-}
+std::vector<CellSpec> expand(const std::string& text) { return testing::expand_config(text); }
+using testing::error_of;
 
 ConfigError load_error(const std::string& path) {
   try {

@@ -9,25 +9,15 @@
 #include <catch2/catch.hpp>
 
 #include "harness/config.h"
+#include "tests/config_text.h"
 
 namespace walbench {
 namespace {
 
 using OJson = nlohmann::ordered_json;
 
-std::vector<CellSpec> expand(const std::string& text) {
-  return expand_matrix(OJson::parse(text), "pg.json");
-}
-
-ConfigError error_of(const std::string& text) {
-  try {
-    expand(text);
-  } catch (const ConfigError& e) {
-    return e;
-  }
-  FAIL("no ConfigError for " << text);
-  throw std::logic_error("unreachable");
-}
+std::vector<CellSpec> expand(const std::string& text) { return testing::expand_config(text); }
+using testing::error_of;
 
 std::string setting(const std::vector<std::pair<std::string, std::string>>& s,
                     const std::string& name) {

@@ -7,25 +7,15 @@
 #include "harness/config.h"
 #include "harness/list.h"
 #include "strategies/strategy.h"
+#include "tests/config_text.h"
 
 using namespace walbench;
 using OJson = nlohmann::ordered_json;
 
 namespace {
 
-std::vector<CellSpec> cells_of(const std::string& text) {
-  return expand_matrix(OJson::parse(text), "t.json");
-}
-
-ConfigError error_of(const std::string& text) {
-  try {
-    cells_of(text);
-  } catch (const ConfigError& e) {
-    return e;
-  }
-  FAIL("no ConfigError for " << text);
-  return ConfigError("", "", "", "");
-}
+std::vector<CellSpec> cells_of(const std::string& text) { return testing::expand_config(text); }
+using testing::error_of;
 
 }  // namespace
 
