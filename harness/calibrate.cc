@@ -308,6 +308,11 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
       {"spin_park_after", "SimConfig default (a simulator setting, not a machine property)"},
       {"spin_park_max_ns", "SimConfig default (a simulator setting, not a machine property)"},
       {"stack_kib", "SimConfig default (a simulator setting, not a machine property)"},
+      {"working_set_bytes",
+       "SimConfig default, 0 = off (a property of the modelled program, not of the machine)"},
+      {"core_cache_bytes", "SimConfig default (not measured: Ice Lake-SP's L2; see lscpu)"},
+      {"cluster_cache_bytes", "SimConfig default (not measured: the 8375C's L3; see lscpu)"},
+      {"cluster_cache_ns", "SimConfig default (not measured)"},
   };
   const std::string description = absl::StrFormat(
       "%s: %s, %d online CPUs (%d socket(s) x %d cores x %d thread(s)), Linux %s; measured by "

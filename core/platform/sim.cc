@@ -90,6 +90,14 @@ Simulation::Simulation(const SimConfig& cfg, uint64_t seed)
   free_pos_bits_.assign((hw_threads_ + 63) / 64, 0);
   for (uint32_t pos = 0; pos < hw_threads_; ++pos) free_pos_bits_[pos / 64] |= uint64_t{1} << (pos % 64);
   occupant_.assign(hw_threads_, -1);
+  cluster_of_.resize(cfg_.cores);
+  for (uint32_t c = 0; c < cfg_.cores; ++c) cluster_of_[c] = cluster_lo_[c] / cluster;
+  const size_t caches[2] = {cfg_.cores, cfg_.cores / cluster};
+  for (uint32_t level = 0; level < 2; ++level) {
+    cache_lru_[level].head.assign(caches[level], -1);
+    cache_lru_[level].tail.assign(caches[level], -1);
+    cache_lru_[level].size.assign(caches[level], 0);
+  }
 }
 
 Simulation::~Simulation() {
@@ -395,10 +403,55 @@ void Simulation::dispatch(Fiber& f, uint32_t hw, uint64_t t) {
   f.last_hw = f.hw;
   f.core = hw % cfg_.cores;
   f.clock = std::max(f.clock, t) + cfg_.context_switch_ns;
+  if (cfg_.working_set_bytes != 0) f.clock += refill_working_set(f);
   f.slice_end = f.clock + cfg_.time_slice_ns;
   f.state = Fiber::State::kReady;
   ++counters_.dispatches;
   push_event(f, f.clock);
+}
+
+// COST MODEL "Working set": where the dispatched fiber's working set comes from.
+uint64_t Simulation::refill_working_set(Fiber& f) {
+  const uint64_t ws = cfg_.working_set_bytes;
+  const bool in_l2 = touch_cache(0, f, f.core, cfg_.core_cache_bytes / ws);
+  const bool in_l3 = touch_cache(1, f, cluster_of_[f.core], cfg_.cluster_cache_bytes / ws);
+  if (in_l2) return 0;
+  constexpr uint64_t kLineBytes = 64;
+  const uint64_t lines = (ws + kLineBytes - 1) / kLineBytes;
+  const uint64_t latency = in_l3 ? cfg_.cluster_cache_ns : cfg_.memory_ns;
+  const uint64_t charge = lines * latency / kRangeLineParallelism;
+  ++(in_l3 ? counters_.cluster_cache_refills : counters_.memory_refills);
+  counters_.refill_ns += charge;
+  return charge;
+}
+
+// Make f the most recent working set in `cache` of `level` (leaving the cache of that level it
+// was in), evict beyond `capacity` working sets from the LRU end. Returns whether `cache` held
+// f's working set before.
+bool Simulation::touch_cache(uint32_t level, Fiber& f, uint32_t cache, uint64_t capacity) {
+  CacheLru& lru = cache_lru_[level];
+  auto unlink = [&](Fiber& g) {
+    const uint32_t home = static_cast<uint32_t>(g.cache_home[level]);
+    if (g.lru_prev[level] >= 0) fibers_[static_cast<uint32_t>(g.lru_prev[level])]->lru_next[level] = g.lru_next[level];
+    else lru.head[home] = g.lru_next[level];
+    if (g.lru_next[level] >= 0) fibers_[static_cast<uint32_t>(g.lru_next[level])]->lru_prev[level] = g.lru_prev[level];
+    else lru.tail[home] = g.lru_prev[level];
+    g.lru_prev[level] = g.lru_next[level] = -1;
+    --lru.size[home];
+    g.cache_home[level] = -1;
+  };
+  const bool resident = f.cache_home[level] == static_cast<int32_t>(cache);
+  if (f.cache_home[level] >= 0) unlink(f);
+  if (capacity == 0) return resident;
+  const int32_t me = static_cast<int32_t>(f.index);
+  f.lru_next[level] = lru.head[cache];
+  if (lru.head[cache] >= 0) fibers_[static_cast<uint32_t>(lru.head[cache])]->lru_prev[level] = me;
+  else lru.tail[cache] = me;
+  lru.head[cache] = me;
+  f.cache_home[level] = static_cast<int32_t>(cache);
+  ++lru.size[cache];
+  while (lru.size[cache] > capacity) unlink(*fibers_[static_cast<uint32_t>(lru.tail[cache])]);
+  return resident;
 }
 
 void Simulation::release_cpu(Fiber& f, uint64_t t) {

@@ -57,6 +57,19 @@
 //   the waiter runnable semaphore_wake_ns later (jittered by the seed). Time slices: a fiber that
 //   ran time_slice_ns while others wait in the run queue is preempted at its next P operation (and
 //   inside P::work). A spinning (parked) fiber keeps its hardware thread, like a real spinner.
+//   Working set (off while working_set_bytes is 0): a thread's own data (stack, heap, for a
+//   PostgreSQL backend its catalog and plan caches and executor state) is working_set_bytes.
+//   A core's L2 holds the working sets of the last floor(core_cache_bytes / working_set_bytes)
+//   threads dispatched on it, a cluster's (or socket's) L3 those of the last
+//   floor(cluster_cache_bytes / working_set_bytes) dispatched in it (LRU; a thread's set lives
+//   in one cache per level: it leaves the old one when it moves). A dispatch that does not find
+//   it in the core's L2 refills it: working_set_bytes / 64 lines at cluster_cache_ns from the
+//   L3, or at memory_ns when the L3 lost it too, kRangeLineParallelism (24) lines in flight;
+//   charged on the fiber's clock after context_switch_ns. So a core that time-shares more
+//   threads than its caches hold pays a cold start per dispatch (Li, Ding and Shen, "Quantifying
+//   the cost of context switch", ExpCS 2007: the indirect cost of a switch grows with the
+//   working set and dominates the direct one past the cache size), while one thread per core,
+//   or a thread woken back onto its last core, stays warm.
 //   Work: P::work(ns) advances the clock; P::copy(dst, src, n) really copies and charges
 //   n / copy_bytes_per_ns, or more if the machine-wide memory bandwidth is exhausted (one shared
 //   FIFO bandwidth server). Both are stretched by smt_work_factor while an SMT sibling is busy.
@@ -232,6 +245,17 @@ struct SimConfig {
   double wake_jitter = 0.2;           // semaphore wake and sleep slack are scaled by a factor
                                       // drawn uniformly in [1 - j, 1 + j] from the seed
 
+  // --- caches: a thread's working set across dispatches (COST MODEL "Working set") ---------
+  uint64_t working_set_bytes = 0;          // memory a thread touches between two dispatches (a
+                                           // PostgreSQL backend's per-transaction footprint);
+                                           // 0 = off: every dispatch finds its data warm
+  uint64_t core_cache_bytes = 1310720;     // a core's private L2: 1.25 MiB on Ice Lake-SP
+                                           // (Intel, 3rd Gen Xeon Scalable product brief)
+  uint64_t cluster_cache_bytes = 56623104; // the L3 a cluster (or socket) shares: 54 MiB on the
+                                           // 8375C (Intel ARK)
+  uint64_t cluster_cache_ns = 25;          // L3 hit load-to-use, ~80 cycles on the Ice Lake-SP
+                                           // mesh (order of magnitude: AnandTech latency charts)
+
   // --- work ----------------------------------------------------------------------------------
   double copy_bytes_per_ns = 12;              // one core's memcpy into L3/DRAM-resident buffers
                                               // (~12 GB/s single-core bandwidth, Ice Lake-SP)
@@ -332,6 +356,9 @@ struct SimCounters {
   uint64_t resumes = 0;             // scheduler -> fiber switches (real fiber switches / 2)
   uint64_t events = 0;              // events popped (incl. stale ones)
   uint64_t dispatches = 0;          // simulated context switches (a fiber put on a CPU)
+  uint64_t cluster_cache_refills = 0;  // dispatches whose working set came from the L3
+  uint64_t memory_refills = 0;         // dispatches whose working set came from DRAM
+  uint64_t refill_ns = 0;              // time those refills charged
   uint64_t preemptions = 0;         // time-slice expiries with a non-empty run queue
   uint64_t semaphore_sleeps = 0;    // wait() that blocked
   uint64_t semaphore_wakes = 0;     // post() that woke a waiter
@@ -540,6 +567,8 @@ class Simulation {
   void arrive(Fiber& f, uint64_t t);  // a waking fiber wants a CPU
   void dispatch(Fiber& f, uint32_t hw, uint64_t t);
   void release_cpu(Fiber& f, uint64_t t);
+  uint64_t refill_working_set(Fiber& f);  // COST MODEL "Working set"; returns the charge
+  bool touch_cache(uint32_t level, Fiber& f, uint32_t cache, uint64_t capacity);
   int32_t pick_free_hw(int32_t preferred) const;
   void set_hw_free(uint32_t hw, bool free);
   void unlink_parked(Fiber& f);
@@ -567,6 +596,15 @@ class Simulation {
   std::vector<uint32_t> pos_hw_;         // position -> hw
   std::vector<uint64_t> free_pos_bits_;  // free hardware threads by placement position
   std::vector<int32_t> occupant_;        // hw -> fiber index or -1
+  // Working-set residency (COST MODEL "Working set"): per level (0 = a core's L2, 1 = a
+  // cluster's L3) and cache, an LRU list of the fibers whose working set it holds, most recent
+  // first, linked through Fiber::lru_prev/lru_next; Fiber::cache_home says which cache.
+  struct CacheLru {
+    std::vector<int32_t> head, tail;
+    std::vector<uint64_t> size;
+  };
+  CacheLru cache_lru_[2];
+  std::vector<uint32_t> cluster_of_;  // core -> cluster index (the socket when no clusters)
 
   std::vector<std::unique_ptr<Fiber>> fibers_;
   std::vector<std::function<void()>> timers_;
@@ -657,6 +695,11 @@ struct Simulation::Fiber {
   int32_t hw = -1;
   int32_t last_hw = -1;
   uint32_t core = 0;  // physical core while on a CPU
+  // Working-set residency per cache level (Simulation::cache_lru_): the cache holding it, -1
+  // for none, and the LRU links there.
+  int32_t cache_home[2] = {-1, -1};
+  int32_t lru_prev[2] = {-1, -1};
+  int32_t lru_next[2] = {-1, -1};
   // Semaphore queue (SimSemState) and what it waits on.
   int32_t sem_next = -1;
   SimSemState* sem = nullptr;

@@ -63,6 +63,15 @@ namespace {
   X(sleep_slack_ns, "ns", 0, kInf, kClosed, "nanosleep overshoot (timer_slack_ns)")               \
   X(wake_jitter, "fraction", 0, 1, kMaxOpen,                                                      \
     "semaphore wake and sleep slack are scaled by U[1-j, 1+j], drawn from the seed")             \
+  X(working_set_bytes, "bytes", 0, kInf, kClosed,                                                 \
+    "memory a thread touches between two dispatches (a backend's per-transaction footprint); a "  \
+    "dispatch whose set the core's L2 lost refills it; 0 = off")                                 \
+  X(core_cache_bytes, "bytes", 0, kInf, kClosed,                                                  \
+    "a core's private cache (L2): holds core_cache_bytes / working_set_bytes working sets")      \
+  X(cluster_cache_bytes, "bytes", 0, kInf, kClosed,                                               \
+    "the cache a cluster (or socket) shares (L3); a set it still holds refills at "              \
+    "cluster_cache_ns per line, else at memory_ns")                                               \
+  X(cluster_cache_ns, "ns", 0, kInf, kClosed, "L3 hit load-to-use latency (working-set refills)") \
   X(copy_bytes_per_ns, "bytes/ns (= GB/s)", 0, kInf, kMinOpen, "one core's memcpy bandwidth")     \
   X(memory_bandwidth_bytes_per_ns, "bytes/ns (= GB/s)", 0, kInf, kClosed,                         \
     "machine-wide cap on bytes copied (a copied byte is read and written); 0 = no cap")          \
@@ -449,6 +458,8 @@ SimConfig SimConfig::preset(const std::string& name) {
     c.cores = 48;
     c.same_cluster_transfer_ns = c.same_socket_transfer_ns = 47;
     c.cross_socket_transfer_ns = 134;
+    c.core_cache_bytes = 1048576;      // L2 1 MiB per core
+    c.cluster_cache_bytes = 37486592;  // L3 35.75 MiB per socket (Intel ARK)
     return c;
   }
   if (name == "milan_2s" || name == "milan_1s") {  // EPYC 7R13 (c6a.metal): 23 ns inside an
@@ -458,6 +469,9 @@ SimConfig SimConfig::preset(const std::string& name) {
     c.same_cluster_transfer_ns = 23;
     c.same_socket_transfer_ns = 107;
     c.cross_socket_transfer_ns = 197;
+    c.core_cache_bytes = 524288;       // L2 512 KiB per core
+    c.cluster_cache_bytes = 33554432;  // L3 32 MiB per 8-core CCX
+    c.cluster_cache_ns = 14;           // ~46 cycles (AMD Zen 3 software optimization guide)
     return c;
   }
   if (name == "coffeelake_1s") {  // Core i9-9900K, 8 cores: 21 ns (a desktop; laptops likewise)
@@ -465,6 +479,9 @@ SimConfig SimConfig::preset(const std::string& name) {
     c.sockets = 1;
     c.same_cluster_transfer_ns = c.same_socket_transfer_ns = 21;
     c.memory_bandwidth_bytes_per_ns = 20;  // 2 channels DDR4-2666, halved for copies
+    c.core_cache_bytes = 262144;           // L2 256 KiB per core
+    c.cluster_cache_bytes = 16777216;      // L3 16 MiB
+    c.cluster_cache_ns = 12;               // ~42 cycles at 3.6 GHz
     return c;
   }
   std::string list;
@@ -498,6 +515,9 @@ nlohmann::json SimCounters::to_json() const {
                         {"events", events},
                         {"dispatches", dispatches},
                         {"preemptions", preemptions},
+                        {"cluster_cache_refills", cluster_cache_refills},
+                        {"memory_refills", memory_refills},
+                        {"refill_ns", refill_ns},
                         {"semaphore_sleeps", semaphore_sleeps},
                         {"semaphore_wakes", semaphore_wakes},
                         {"sleeps", sleeps},

@@ -706,6 +706,55 @@ TEST_CASE("sim: more clients than cores time-slice", "[sim]") {
   CHECK(shared.out.now_ns == 4012000);
 }
 
+TEST_CASE("sim: a working set the core's caches lost is refilled on dispatch", "[sim]") {
+  // Hogs time-sliced on one core (0.5 ms slices, 1 ms of work each). Working sets of 64 KiB =
+  // 1024 lines: a refill costs 1024 x 25 ns / 24 = 1066 ns from the L3, 1024 x 90 / 24 = 3840
+  // ns from memory (memory_ns 90, cluster_cache_ns 25, 24 lines in flight).
+  auto run = [](uint32_t hogs, uint64_t ws, uint64_t l2, uint64_t l3) {
+    SimConfig cfg = small_machine(1, 1, SimPlacement::kCompact);
+    cfg.time_slice_ns = 500000;
+    cfg.memory_ns = 90;
+    cfg.cluster_cache_ns = 25;
+    cfg.working_set_bytes = ws;
+    cfg.core_cache_bytes = l2;
+    cfg.cluster_cache_bytes = l3;
+    std::vector<uint64_t> first_run(hogs, 0);
+    Simulation sim(cfg, 1);
+    for (uint32_t i = 0; i < hogs; ++i) {
+      sim.spawn([&, i] {
+        first_run[i] = SP::now_ns();
+        for (int k = 0; k < 10; ++k) SP::work(100000);
+      }, "hog " + std::to_string(i));
+    }
+    const SimOutcome out = sim.run();
+    REQUIRE(out.finished());
+    return std::pair{out.counters, first_run};
+  };
+  constexpr uint64_t kSet = 64 * 1024;
+  // Off (the default): nothing is charged; the first hog runs after the context switch alone.
+  const auto [off, off_first] = run(3, 0, 2 * kSet, 3 * kSet);
+  CHECK(off.memory_refills + off.cluster_cache_refills == 0);
+  CHECK(off.refill_ns == 0);
+  CHECK(off_first[0] == 1200);
+  // Two hogs, an L2 that holds both: only the first dispatch of each comes from memory.
+  const auto [two, two_first] = run(2, kSet, 2 * kSet, 3 * kSet);
+  CHECK(two.dispatches > 2);
+  CHECK(two.memory_refills == 2);
+  CHECK(two.cluster_cache_refills == 0);
+  CHECK(two_first[0] == 1200 + 3840);
+  // Three hogs, the L2 holds two: each later dispatch finds its set evicted by the other two
+  // and refills it from the L3, which holds all three.
+  const auto [three, three_first] = run(3, kSet, 2 * kSet, 3 * kSet);
+  CHECK(three.dispatches > 3);
+  CHECK(three.memory_refills == 3);
+  CHECK(three.cluster_cache_refills == three.dispatches - 3);
+  CHECK(three.refill_ns == 3 * 3840 + (three.dispatches - 3) * 1066);
+  // The same with an L3 that holds two sets: every dispatch goes to memory.
+  const auto [cold, cold_first] = run(3, kSet, 2 * kSet, 2 * kSet);
+  CHECK(cold.memory_refills == cold.dispatches);
+  CHECK(cold.refill_ns == cold.dispatches * 3840);
+}
+
 TEST_CASE("sim: stop flag at a virtual instant, time limit, continue, unwind", "[sim]") {
   SimConfig cfg = small_machine(2, 1, SimPlacement::kCompact);
   int unwound = 0;
