@@ -46,7 +46,12 @@ for config in "${configs[@]}"; do
   tmp=$(mktemp --suffix=.json)
   rm -f "$tmp"
   if "$walbench" run "$config" -q -j "$jobs" -o "$tmp"; then
-    for f in "${old[@]}"; do [[ -f $f ]] && git rm -q --cached "$f" 2>/dev/null; rm -f "$f"; done
+    # --ignore-unmatch: a file an earlier rerun already unstaged is no error (under set -e a
+    # failing git rm ended the script silently, the new file left in $tmp).
+    for f in "${old[@]}"; do
+      if [[ -f $f ]]; then git rm -q --cached --ignore-unmatch "$f"; fi
+      rm -f "$f"
+    done
     day=$(date -u +%F)
     host=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["context"]["host"])' "$tmp" 2>/dev/null || hostname -s)
     mv "$tmp" "results/$day-$host-$name.json"
