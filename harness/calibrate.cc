@@ -56,6 +56,15 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
         topo.cores_per_cluster > 0
             ? "cores sharing one L3 (cache/index*/shared_cpu_list), fewer than a socket"
             : "0: every core of a socket shares one L3 (cache/index*/shared_cpu_list)");
+  auto cache_size = [&](const char* key, uint64_t bytes, const char* what) {
+    if (bytes == 0) return;  // unknown: the SimConfig default, with its note below
+    p.set(key, bytes,
+          absl::StrFormat("/sys/devices/system/cpu: the first online CPU's %s "
+                          "(cache/index*/size): %d bytes",
+                          what, bytes));
+  };
+  cache_size("core_cache_bytes", topo.l2_bytes, "level-2 cache");
+  cache_size("cluster_cache_bytes", topo.l3_bytes, "level-3 cache");
   p.note(absl::StrFormat("topology: %d socket(s) x %d cores x %d thread(s)%s", topo.sockets,
                          topo.cores / topo.sockets, topo.smt,
                          topo.cores_per_cluster
@@ -310,8 +319,8 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
       {"stack_kib", "SimConfig default (a simulator setting, not a machine property)"},
       {"working_set_bytes",
        "SimConfig default, 0 = off (a property of the modelled program, not of the machine)"},
-      {"core_cache_bytes", "SimConfig default (not measured: Ice Lake-SP's L2; see lscpu)"},
-      {"cluster_cache_bytes", "SimConfig default (not measured: the 8375C's L3; see lscpu)"},
+      {"core_cache_bytes", "SimConfig default (this machine's sysfs gives no level-2 size)"},
+      {"cluster_cache_bytes", "SimConfig default (this machine's sysfs gives no level-3 size)"},
       {"cluster_cache_ns", "SimConfig default (not measured)"},
   };
   const std::string description = absl::StrFormat(

@@ -300,6 +300,11 @@ TEST_CASE("calibrate: topology from a sysfs tree", "[calibrate]") {
     put(d + "cache/index0/shared_cpu_list",
         std::to_string(c % 8) + "," + std::to_string(c % 8 + 8));
     put(d + "cache/index1/level", "3");
+    put(d + "cache/index1/type", "Unified");
+    put(d + "cache/index1/size", "32M");
+    put(d + "cache/index2/level", "2");
+    put(d + "cache/index2/type", "Unified");
+    put(d + "cache/index2/size", "512K");
     const int a = 2 * pair, b = 2 * pair + 1;
     put(d + "cache/index1/shared_cpu_list",
         std::to_string(a) + "-" + std::to_string(b) + "," + std::to_string(a + 8) + "-" +
@@ -316,6 +321,12 @@ TEST_CASE("calibrate: topology from a sysfs tree", "[calibrate]") {
   CHECK(t.cpus[9].package == 0);
   CHECK(t.cpus[9].core == 1);
   CHECK(t.cpus[9].l3 == 0);
+  CHECK(t.l2_bytes == 512 * 1024);
+  CHECK(t.l3_bytes == 32 * 1024 * 1024);
+  CHECK(calibration::parse_cache_size("2048K") == 2048 * 1024);
+  CHECK(calibration::parse_cache_size("512") == 512);
+  CHECK(calibration::parse_cache_size("") == 0);
+  CHECK(calibration::parse_cache_size("12X") == 0);
   // One L3 per package (Intel mesh): no clusters. 3 online cores in 2 packages: cut to 2.
   TempDir mesh;
   auto put2 = [&](const std::string& rel, const std::string& text) {
@@ -336,6 +347,8 @@ TEST_CASE("calibrate: topology from a sysfs tree", "[calibrate]") {
   CHECK(m.cores == 2);
   CHECK(m.smt == 1);
   CHECK(m.cores_per_cluster == 0);
+  CHECK(m.l2_bytes == 0);  // no size files: unknown, calibrate keeps the defaults
+  CHECK(m.l3_bytes == 0);
   CHECK(m.note == "3 cores do not divide evenly into 2 sockets: cores = 2");
 }
 

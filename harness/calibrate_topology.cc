@@ -57,6 +57,19 @@ std::vector<int> parse_cpu_list(const std::string& s) {
   return out;
 }
 
+uint64_t parse_cache_size(const std::string& s) {
+  size_t i = 0;
+  uint64_t v = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') v = v * 10 + static_cast<uint64_t>(s[i++] - '0');
+  if (i == 0) return 0;
+  const std::string unit = s.substr(i);
+  if (unit.empty()) return v;
+  if (unit == "K") return v << 10;
+  if (unit == "M") return v << 20;
+  if (unit == "G") return v << 30;
+  return 0;
+}
+
 Topology read_topology(const std::string& cpu_dir, bool only_this_process) {
   const std::string base = cpu_dir.empty() || cpu_dir.back() == '/' ? cpu_dir : cpu_dir + "/";
   std::vector<int> online = parse_cpu_list(read_first_line(base + "online"));
@@ -80,6 +93,10 @@ Topology read_topology(const std::string& cpu_dir, bool only_this_process) {
       const std::string cache = d + "cache/index" + std::to_string(idx) + "/";
       const long level = read_long(cache + "level", -1);
       if (level < 0) break;
+      if (all.empty() && (level == 2 || level == 3) &&
+          read_first_line(cache + "type") != "Instruction") {
+        (level == 2 ? t.l2_bytes : t.l3_bytes) = parse_cache_size(read_first_line(cache + "size"));
+      }
       if (level == 3) {
         const std::vector<int> shared = parse_cpu_list(read_first_line(cache + "shared_cpu_list"));
         if (!shared.empty()) ci.l3 = *std::min_element(shared.begin(), shared.end());

@@ -21,14 +21,20 @@ struct Topology {
   std::vector<CpuInfo> cpus;  // online, and (when asked) in this process's affinity mask
   size_t online = 0;
   uint32_t sockets = 1, cores = 1, smt = 1, cores_per_cluster = 0;
+  uint64_t l2_bytes = 0, l3_bytes = 0;  // the first online CPU's cache/index*/size; 0 unknown
   std::string note;  // adjustments made to fit SimConfig's rules
 };
 
 // "0-3,5,7-8" -> {0,1,2,3,5,7,8}; malformed parts are skipped.
 std::vector<int> parse_cpu_list(const std::string& s);
 
+// "2048K" / "32M" / "512" (sysfs cache/index*/size) -> bytes; 0 when malformed.
+uint64_t parse_cache_size(const std::string& s);
+
 // Reads `cpu_dir` (Linux: /sys/devices/system/cpu/): the "online" list, then per CPU
-// topology/physical_package_id, topology/core_id and cache/index*/{level,shared_cpu_list}.
+// topology/physical_package_id, topology/core_id and cache/index*/{level,type,shared_cpu_list},
+// and the first CPU's L2 and L3 sizes (cache/index*/size of its unified or data level-2 cache
+// and its level-3 cache).
 // sockets = distinct packages, cores = distinct (package, core_id) pairs (cut to a multiple of
 // sockets, with a note, when they do not divide evenly), smt = CPUs per core (rounded),
 // cores_per_cluster = the L3 group size when there are more L3 groups than sockets, all of one
