@@ -823,6 +823,7 @@ class WalCell final : public CellRun {
   // overhead is lumped in, see the header), then, for a statement that reads or writes a table
   // (takes_snapshot), GetSnapshotData when a ProcArray is modelled.
   void statement(Txn& t, bool takes_snapshot = false) {
+    charge_working_set<P>();  // the backend's own code runs: sim.h "Working set"
     if (t.overhead_ns) {
       t.me.set_wait(WaitEvent::kClientRead);
       if (t.jitter_span_ns)

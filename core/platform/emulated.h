@@ -500,6 +500,11 @@ struct EmulatedPlatform {
   {
     Base::crc_work(n);
   }
+  static void touch_working_set()
+    requires requires { Base::touch_working_set(); }
+  {
+    Base::touch_working_set();
+  }
   static void storage_write(size_t n)
     requires requires(size_t k) { Base::storage_write(k); }
   {

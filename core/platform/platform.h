@@ -111,6 +111,12 @@ template <class P>
 inline void charge_crc(size_t n) {
   if constexpr (requires { P::crc_work(n); }) P::crc_work(n);
 }
+// Where the client's own code starts (a statement): a working-set refill the platform left due
+// is charged (sim.h "Working set"); nothing elsewhere.
+template <class P>
+inline void charge_working_set() {
+  if constexpr (requires { P::touch_working_set(); }) P::touch_working_set();
+}
 template <class P>
 inline void charge_storage_write(size_t n) {
   if constexpr (requires { P::storage_write(n); }) P::storage_write(n);

@@ -403,26 +403,53 @@ void Simulation::dispatch(Fiber& f, uint32_t hw, uint64_t t) {
   f.last_hw = f.hw;
   f.core = hw % cfg_.cores;
   f.clock = std::max(f.clock, t) + cfg_.context_switch_ns;
-  if (cfg_.working_set_bytes != 0) f.clock += refill_working_set(f);
+  if (cfg_.working_set_bytes != 0) refill_working_set(f);
   f.slice_end = f.clock + cfg_.time_slice_ns;
   f.state = Fiber::State::kReady;
   ++counters_.dispatches;
   push_event(f, f.clock);
 }
 
-// COST MODEL "Working set": where the dispatched fiber's working set comes from.
-uint64_t Simulation::refill_working_set(Fiber& f) {
+// COST MODEL "Working set": where the dispatched fiber's working set comes from; a refill is
+// left due (the larger one when several cold dispatches come before the thread's code runs).
+void Simulation::refill_working_set(Fiber& f) {
   const uint64_t ws = cfg_.working_set_bytes;
+  keep_core_occupants_warm(f);
   const bool in_l2 = touch_cache(0, f, f.core, cfg_.core_cache_bytes / ws);
   const bool in_l3 = touch_cache(1, f, cluster_of_[f.core], cfg_.cluster_cache_bytes / ws);
-  if (in_l2) return 0;
+  if (in_l2) return;
   constexpr uint64_t kLineBytes = 64;
-  const uint64_t lines = (ws + kLineBytes - 1) / kLineBytes;
+  const uint64_t lines = ws / kLineBytes + (ws % kLineBytes != 0 ? 1 : 0);
   const uint64_t latency = in_l3 ? cfg_.cluster_cache_ns : cfg_.memory_ns;
   const uint64_t charge = lines * latency / kRangeLineParallelism;
-  ++(in_l3 ? counters_.cluster_cache_refills : counters_.memory_refills);
-  counters_.refill_ns += charge;
-  return charge;
+  if (charge > f.refill_due) {
+    f.refill_due = charge;
+    f.refill_from_memory = !in_l3;
+  }
+}
+
+// The fibers on the other hardware threads of f's core are using their working sets: make them
+// the most recent in the core's L2 before f's dispatch may evict the least recent.
+void Simulation::keep_core_occupants_warm(const Fiber& f) {
+  const uint64_t capacity = cfg_.core_cache_bytes / cfg_.working_set_bytes;
+  for (uint32_t k = 0; k < cfg_.smt; ++k) {
+    const uint32_t hw = k * cfg_.cores + f.core;
+    const int32_t occupant = occupant_[hw];
+    if (occupant < 0 || occupant == static_cast<int32_t>(f.index)) continue;
+    Fiber& g = *fibers_[static_cast<uint32_t>(occupant)];
+    if (g.cache_home[0] == static_cast<int32_t>(f.core)) touch_cache(0, g, f.core, capacity);
+  }
+}
+
+void Simulation::op_touch_working_set() {
+  Fiber* fp = cur_;
+  if (fp == nullptr || fp->refill_due == 0) return;
+  Fiber& f = *fp;
+  ++(f.refill_from_memory ? counters_.memory_refills : counters_.cluster_cache_refills);
+  counters_.refill_ns += f.refill_due;
+  const uint64_t due = f.refill_due;
+  f.refill_due = 0;
+  op_work(due);
 }
 
 // Make f the most recent working set in `cache` of `level` (leaving the cache of that level it

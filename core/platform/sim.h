@@ -62,14 +62,22 @@
 //   A core's L2 holds the working sets of the last floor(core_cache_bytes / working_set_bytes)
 //   threads dispatched on it, a cluster's (or socket's) L3 those of the last
 //   floor(cluster_cache_bytes / working_set_bytes) dispatched in it (LRU; a thread's set lives
-//   in one cache per level: it leaves the old one when it moves). A dispatch that does not find
-//   it in the core's L2 refills it: working_set_bytes / 64 lines at cluster_cache_ns from the
-//   L3, or at memory_ns when the L3 lost it too, kRangeLineParallelism (24) lines in flight;
-//   charged on the fiber's clock after context_switch_ns. So a core that time-shares more
-//   threads than its caches hold pays a cold start per dispatch (Li, Ding and Shen, "Quantifying
-//   the cost of context switch", ExpCS 2007: the indirect cost of a switch grows with the
-//   working set and dominates the direct one past the cache size), while one thread per core,
-//   or a thread woken back onto its last core, stays warm.
+//   in one cache per level: it leaves the old one when it moves; the threads running on a core's
+//   hardware threads are made the most recent there first, so a sibling's dispatch does not
+//   evict them). A dispatch that does not find it in the core's L2 leaves a refill due:
+//   working_set_bytes / 64 lines at cluster_cache_ns from the L3, or at memory_ns when the L3
+//   lost it too, kRangeLineParallelism (24) lines in flight. It is charged when the thread's own
+//   code next runs (SimPlatform::touch_working_set, called where a statement's work starts), at
+//   most one refill however many dispatches came before: a waiter woken only to re-check a lock
+//   and sleep again touches its stack and the lock, not its caches and plans. So a core that
+//   time-shares more threads than its caches hold, or a thread that moved, pays a cold start per
+//   transaction statement (Li, Ding and Shen, "Quantifying the cost of context switch", ExpCS
+//   2007: the indirect cost of a switch grows with the working set and dominates the direct one
+//   past the cache size). Departures: a move across sockets or clusters refills from memory at
+//   memory_ns (no NUMA, no remote-cache latency), refills use no memory bandwidth, and the
+//   scheduler's placement (the last hardware thread if free, else the first free one in
+//   placement order; one FIFO run queue) moves threads more than Linux's wake-affine placement
+//   would, so refills from the L3 happen below the cache capacity too.
 //   Work: P::work(ns) advances the clock; P::copy(dst, src, n) really copies and charges
 //   n / copy_bytes_per_ns, or more if the machine-wide memory bandwidth is exhausted (one shared
 //   FIFO bandwidth server). Both are stretched by smt_work_factor while an SMT sibling is busy.
@@ -496,6 +504,7 @@ class Simulation {
   void spin_iteration(uint64_t charge_ns);  // op_spin_delay, op_spin_no_pause
   void op_fence();
   void op_crc(size_t n);
+  void op_touch_working_set();
   void op_storage_write(size_t n, const void* file);
   void op_storage_sync();
   static inline constinit thread_local Simulation* tl_sim_ = nullptr;
@@ -567,7 +576,8 @@ class Simulation {
   void arrive(Fiber& f, uint64_t t);  // a waking fiber wants a CPU
   void dispatch(Fiber& f, uint32_t hw, uint64_t t);
   void release_cpu(Fiber& f, uint64_t t);
-  uint64_t refill_working_set(Fiber& f);  // COST MODEL "Working set"; returns the charge
+  void refill_working_set(Fiber& f);  // COST MODEL "Working set": at dispatch
+  void keep_core_occupants_warm(const Fiber& f);
   bool touch_cache(uint32_t level, Fiber& f, uint32_t cache, uint64_t capacity);
   int32_t pick_free_hw(int32_t preferred) const;
   void set_hw_free(uint32_t hw, bool free);
@@ -698,6 +708,8 @@ struct Simulation::Fiber {
   // Working-set residency per cache level (Simulation::cache_lru_): the cache holding it, -1
   // for none, and the LRU links there.
   int32_t cache_home[2] = {-1, -1};
+  uint64_t refill_due = 0;          // refill left due by a cold dispatch, charged at the next
+  bool refill_from_memory = false;  // touch_working_set (and where it comes from)
   int32_t lru_prev[2] = {-1, -1};
   int32_t lru_next[2] = {-1, -1};
   // Semaphore queue (SimSemState) and what it waits on.
@@ -959,6 +971,11 @@ struct SimPlatform {
   static void write_barrier() { std::atomic_signal_fence(std::memory_order_seq_cst); }
 
   // Sim-only extras (not part of the Platform concept).
+  // The client's own code starts (a statement's parse/plan/execute): a refill of its working set
+  // left due by a cold dispatch is charged now (COST MODEL "Working set").
+  static void touch_working_set() {
+    if (Simulation* s = Simulation::tl_sim_) s->op_touch_working_set();
+  }
   // CPU time of a CRC-32C over n bytes (crc_bytes_per_ns).
   static void crc_work(size_t n) {
     if (Simulation* s = Simulation::tl_sim_) s->op_crc(n);

@@ -64,8 +64,8 @@ namespace {
   X(wake_jitter, "fraction", 0, 1, kMaxOpen,                                                      \
     "semaphore wake and sleep slack are scaled by U[1-j, 1+j], drawn from the seed")             \
   X(working_set_bytes, "bytes", 0, kInf, kClosed,                                                 \
-    "memory a thread touches between two dispatches (a backend's per-transaction footprint); a "  \
-    "dispatch whose set the core's L2 lost refills it; 0 = off")                                 \
+    "memory a thread's own code touches (a backend's per-transaction footprint); a dispatch "     \
+    "whose set the core's L2 lost leaves a refill due at its next statement; 0 = off")           \
   X(core_cache_bytes, "bytes", 0, kInf, kClosed,                                                  \
     "a core's private cache (L2): holds core_cache_bytes / working_set_bytes working sets")      \
   X(cluster_cache_bytes, "bytes", 0, kInf, kClosed,                                               \

@@ -706,11 +706,16 @@ TEST_CASE("sim: more clients than cores time-slice", "[sim]") {
   CHECK(shared.out.now_ns == 4012000);
 }
 
-TEST_CASE("sim: a working set the core's caches lost is refilled on dispatch", "[sim]") {
-  // Hogs time-sliced on one core (0.5 ms slices, 1 ms of work each). Working sets of 64 KiB =
-  // 1024 lines: a refill costs 1024 x 25 ns / 24 = 1066 ns from the L3, 1024 x 90 / 24 = 3840
-  // ns from memory (memory_ns 90, cluster_cache_ns 25, 24 lines in flight).
-  auto run = [](uint32_t hogs, uint64_t ws, uint64_t l2, uint64_t l3) {
+TEST_CASE("sim: a working set the core's caches lost is refilled when its code runs", "[sim]") {
+  // Hogs time-sliced on one core (0.5 ms slices, 1 ms of work each in 100 us pieces, each piece
+  // starting with touch_working_set, as a statement does). Working sets of 64 KiB = 1024 lines:
+  // a refill costs 1024 x 25 ns / 24 = 1066 ns from the L3, 1024 x 90 / 24 = 3840 ns from
+  // memory (memory_ns 90, cluster_cache_ns 25, 24 lines in flight).
+  struct Out {
+    SimCounters counters;
+    std::vector<uint64_t> first_run, first_touched;
+  };
+  auto run = [](uint32_t hogs, uint64_t ws, uint64_t l2, uint64_t l3, bool touch = true) {
     SimConfig cfg = small_machine(1, 1, SimPlacement::kCompact);
     cfg.time_slice_ns = 500000;
     cfg.memory_ns = 90;
@@ -718,41 +723,103 @@ TEST_CASE("sim: a working set the core's caches lost is refilled on dispatch", "
     cfg.working_set_bytes = ws;
     cfg.core_cache_bytes = l2;
     cfg.cluster_cache_bytes = l3;
-    std::vector<uint64_t> first_run(hogs, 0);
+    Out o;
+    o.first_run.assign(hogs, 0);
+    o.first_touched.assign(hogs, 0);
     Simulation sim(cfg, 1);
     for (uint32_t i = 0; i < hogs; ++i) {
-      sim.spawn([&, i] {
-        first_run[i] = SP::now_ns();
-        for (int k = 0; k < 10; ++k) SP::work(100000);
+      sim.spawn([&o, i, touch] {
+        o.first_run[i] = SP::now_ns();
+        for (int k = 0; k < 10; ++k) {
+          if (touch) SP::touch_working_set();
+          if (k == 0) o.first_touched[i] = SP::now_ns();
+          SP::work(100000);
+        }
       }, "hog " + std::to_string(i));
     }
     const SimOutcome out = sim.run();
     REQUIRE(out.finished());
-    return std::pair{out.counters, first_run};
+    o.counters = out.counters;
+    return o;
   };
   constexpr uint64_t kSet = 64 * 1024;
-  // Off (the default): nothing is charged; the first hog runs after the context switch alone.
-  const auto [off, off_first] = run(3, 0, 2 * kSet, 3 * kSet);
-  CHECK(off.memory_refills + off.cluster_cache_refills == 0);
-  CHECK(off.refill_ns == 0);
-  CHECK(off_first[0] == 1200);
-  // Two hogs, an L2 that holds both: only the first dispatch of each comes from memory.
-  const auto [two, two_first] = run(2, kSet, 2 * kSet, 3 * kSet);
-  CHECK(two.dispatches > 2);
-  CHECK(two.memory_refills == 2);
-  CHECK(two.cluster_cache_refills == 0);
-  CHECK(two_first[0] == 1200 + 3840);
+  // Off (the default): nothing is charged.
+  const Out off = run(3, 0, 2 * kSet, 3 * kSet);
+  CHECK(off.counters.memory_refills + off.counters.cluster_cache_refills == 0);
+  CHECK(off.counters.refill_ns == 0);
+  CHECK(off.first_run[0] == 1200);
+  CHECK(off.first_touched[0] == 1200);
+  // On, but the code never touches its working set (a waiter that only re-checks a lock): no
+  // refill is charged, however cold its dispatches.
+  const Out untouched = run(3, kSet, kSet, kSet, false);
+  CHECK(untouched.counters.memory_refills + untouched.counters.cluster_cache_refills == 0);
+  CHECK(untouched.counters.refill_ns == 0);
+  // Two hogs, an L2 that holds both: only the first dispatch of each is cold (from memory),
+  // charged at the first touch, after the dispatch.
+  const Out two = run(2, kSet, 2 * kSet, 3 * kSet);
+  CHECK(two.counters.dispatches > 2);
+  CHECK(two.counters.memory_refills == 2);
+  CHECK(two.counters.cluster_cache_refills == 0);
+  CHECK(two.first_run[0] == 1200);
+  CHECK(two.first_touched[0] == 1200 + 3840);
   // Three hogs, the L2 holds two: each later dispatch finds its set evicted by the other two
-  // and refills it from the L3, which holds all three.
-  const auto [three, three_first] = run(3, kSet, 2 * kSet, 3 * kSet);
-  CHECK(three.dispatches > 3);
-  CHECK(three.memory_refills == 3);
-  CHECK(three.cluster_cache_refills == three.dispatches - 3);
-  CHECK(three.refill_ns == 3 * 3840 + (three.dispatches - 3) * 1066);
-  // The same with an L3 that holds two sets: every dispatch goes to memory.
-  const auto [cold, cold_first] = run(3, kSet, 2 * kSet, 2 * kSet);
-  CHECK(cold.memory_refills == cold.dispatches);
-  CHECK(cold.refill_ns == cold.dispatches * 3840);
+  // and refills it from the L3, which holds all three. 9 dispatches: each hog's first (cold,
+  // from memory), a second one (from the L3), and a third that only returns (the second slice
+  // ended in its last work, preempted there): that one touches nothing, so its refill stays
+  // due and is never charged.
+  const Out three = run(3, kSet, 2 * kSet, 3 * kSet);
+  CHECK(three.counters.dispatches == 9);
+  CHECK(three.counters.memory_refills == 3);
+  CHECK(three.counters.cluster_cache_refills == 3);
+  CHECK(three.counters.refill_ns == 3 * 3840 + 3 * 1066);
+  // The same with an L3 that holds two sets: every charged refill comes from memory.
+  const Out cold = run(3, kSet, 2 * kSet, 2 * kSet);
+  CHECK(cold.counters.dispatches == 9);
+  CHECK(cold.counters.memory_refills == 6);
+  CHECK(cold.counters.cluster_cache_refills == 0);
+  CHECK(cold.counters.refill_ns == 6 * 3840);
+  // An L2 that holds all three: only the first dispatches are cold.
+  const Out warm = run(3, kSet, 3 * kSet, 3 * kSet);
+  CHECK(warm.counters.memory_refills == 3);
+  CHECK(warm.counters.cluster_cache_refills == 0);
+}
+
+TEST_CASE("sim: a thread that moves to another core refills from the shared L3", "[sim]") {
+  // Two cores of one socket, three threads. A runs on core 0 and sleeps on a semaphore; C, from
+  // the run queue, takes core 0 for 1 ms; B (core 1) posts A and finishes, so A wakes onto core
+  // 1, where its set is not: the L3 still holds it (1066 ns at A's next touch), where a move
+  // within an L2 would cost nothing and a move from memory 3840 ns.
+  SimConfig cfg = small_machine(2, 1, SimPlacement::kCompact);
+  cfg.memory_ns = 90;
+  cfg.cluster_cache_ns = 25;
+  cfg.working_set_bytes = 64 * 1024;
+  cfg.core_cache_bytes = 2 * 64 * 1024;
+  cfg.cluster_cache_bytes = 4 * 64 * 1024;
+  auto sem = std::make_unique<SP::Semaphore>();
+  uint64_t before = 0, after = 0;
+  Simulation sim(cfg, 1);
+  sim.spawn([&] {
+    SP::touch_working_set();
+    SP::work(10000);
+    sem->wait();
+    before = SP::now_ns();
+    SP::touch_working_set();
+    after = SP::now_ns();
+  }, "A");
+  sim.spawn([&] {
+    SP::touch_working_set();
+    SP::work(20000);
+    sem->post();
+  }, "B");
+  sim.spawn([&] {
+    SP::touch_working_set();
+    SP::work(1000000);
+  }, "C");
+  const SimOutcome out = sim.run();
+  REQUIRE(out.finished());
+  CHECK(out.counters.memory_refills == 3);  // each thread's first dispatch
+  CHECK(out.counters.cluster_cache_refills == 1);
+  CHECK(after - before == 1066);
 }
 
 TEST_CASE("sim: stop flag at a virtual instant, time limit, continue, unwind", "[sim]") {
