@@ -73,8 +73,13 @@
 //   time-shares more threads than its caches hold, or a thread that moved, pays a cold start per
 //   transaction statement (Li, Ding and Shen, "Quantifying the cost of context switch", ExpCS
 //   2007: the indirect cost of a switch grows with the working set and dominates the direct one
-//   past the cache size). Departures: a move across sockets or clusters refills from memory at
-//   memory_ns (no NUMA, no remote-cache latency), refills use no memory bandwidth, and the
+//   past the cache size). The charge is work: stretched by smt_work_factor while the SMT sibling
+//   is busy (refill_ns counts it unstretched). Departures: every dispatch makes the thread the
+//   most recent in both caches, a waiter that only re-checks a lock included (it pays nothing
+//   itself, but pushes other sets out); when the L2 holds fewer sets than the core has hardware
+//   threads, siblings evict each other whatever the order; a move across sockets or clusters
+//   refills from memory at memory_ns (no NUMA, no remote-cache latency), refills use no memory
+//   bandwidth, and the
 //   scheduler's placement (the last hardware thread if free, else the first free one in
 //   placement order; one FIFO run queue) moves threads more than Linux's wake-affine placement
 //   would, so refills from the L3 happen below the cache capacity too.

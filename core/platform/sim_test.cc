@@ -822,6 +822,45 @@ TEST_CASE("sim: a thread that moves to another core refills from the shared L3",
   CHECK(after - before == 1066);
 }
 
+TEST_CASE("sim: an SMT sibling's dispatches do not evict the running thread's working set",
+          "[sim]") {
+  // One core, two hardware threads, an L2 of two working sets. A runs on one hardware thread
+  // while B and C take turns on the other (each sleeps between its pieces of work, so each
+  // piece is a new dispatch). A stays the most recent at each of their dispatches, so when A
+  // sleeps and comes back its set is still there: no refill; B and C evict each other.
+  SimConfig cfg = small_machine(1, 1, SimPlacement::kCompact);
+  cfg.smt = 2;
+  cfg.memory_ns = 90;
+  cfg.cluster_cache_ns = 25;
+  cfg.working_set_bytes = 64 * 1024;
+  cfg.core_cache_bytes = 2 * 64 * 1024;
+  cfg.cluster_cache_bytes = 8 * 64 * 1024;
+  uint64_t before = 0, after = 0;
+  Simulation sim(cfg, 1);
+  sim.spawn([&] {
+    SP::touch_working_set();
+    SP::work(200000);
+    SP::sleep_ns(1000);
+    before = SP::now_ns();
+    SP::touch_working_set();
+    after = SP::now_ns();
+  }, "A");
+  for (const char* name : {"B", "C"}) {
+    sim.spawn([] {
+      for (int k = 0; k < 4; ++k) {
+        SP::touch_working_set();
+        SP::work(10000);
+        SP::sleep_ns(1000);
+      }
+    }, name);
+  }
+  const SimOutcome out = sim.run();
+  REQUIRE(out.finished());
+  CHECK(after == before);  // A's set survived B's and C's dispatches
+  CHECK(out.counters.memory_refills == 3);  // each thread's first dispatch
+  CHECK(out.counters.cluster_cache_refills > 0);  // B and C evict each other
+}
+
 TEST_CASE("sim: stop flag at a virtual instant, time limit, continue, unwind", "[sim]") {
   SimConfig cfg = small_machine(2, 1, SimPlacement::kCompact);
   int unwound = 0;
