@@ -82,6 +82,12 @@ using Queue = Access::Queue;
 constexpr WaitEvent kT = WaitEvent::kTestLock;
 // PostgreSQL's backoff arithmetic with 1 "microsecond" = 10 ns: a 1 ms sleep becomes 10 us.
 constexpr SpinDelayParams kFastDelays{.ns_per_us = 10, .num_delays = kNumDelays};
+// For the contention tests with more threads than cores: with kFastDelays the stuck-spinlock
+// abort comes after ~1.5 s of a descheduled holder, which an overloaded 2-core CI machine has
+// produced (a holder that yields inside its critical section, CI's tests and two simulations
+// beside it). These tests are about exclusion; their hangs are the Watchdog's (60 s), and
+// the abort has its own test ("stuck spinlock aborts after NUM_DELAYS sleeps").
+constexpr SpinDelayParams kPatientDelays{.ns_per_us = 10, .num_delays = 1000000};
 constexpr uint32_t kFree = Lw::kFlagReleaseOk;  // LWLockInitialize's state; also the quiescent one
 
 #ifdef WALBENCH_TSAN
@@ -295,7 +301,7 @@ TEST_CASE("spinlock: mutual exclusion with more threads than cores", "[locks][sp
   constexpr int kThreads = 6;
   const int iters = 50000 / kScale;
   Procs procs(kThreads, 1);
-  SpinLock<TP> lock(kT, kFastDelays);
+  SpinLock<TP> lock(kT, kPatientDelays);
   uint64_t counter = 0;  // plain: protected by `lock` only
   std::atomic<int> inside{0};
   std::atomic<int> overlaps{0};
@@ -479,7 +485,7 @@ TEST_CASE("lwlock: exclusive mutual exclusion", "[locks][lwlock]") {
   constexpr int kThreads = 6;
   const int iters = 20000 / kScale;
   Procs procs(kThreads, 1);
-  Lw lock(&procs, kT, kFastDelays);
+  Lw lock(&procs, kT, kPatientDelays);
   uint64_t counter = 0;  // plain: protected by `lock`
   std::atomic<int> inside{0}, overlaps{0}, not_held{0}, slept{0};
   {
@@ -546,7 +552,7 @@ TEST_CASE("lwlock: shared holders coexist, exclusive holders exclude them", "[lo
     constexpr int kReaders = 4, kWriters = 2;
     const int iters = 5000 / kScale;
     Procs procs(kReaders + kWriters, 2);
-    Lw lock(&procs, kT, kFastDelays);
+    Lw lock(&procs, kT, kPatientDelays);
     std::atomic<int> readers_in{0}, writers_in{0}, max_readers{0}, violations{0};
     uint64_t written = 0;  // plain: written under exclusive, read under shared
     {
