@@ -418,7 +418,7 @@ void Simulation::refill_working_set(Fiber& f) {
   const bool in_l2 = touch_cache(0, f, f.core, cfg_.core_cache_bytes / ws);
   const bool in_l3 = touch_cache(1, f, cluster_of_[f.core], cfg_.cluster_cache_bytes / ws);
   if (in_l2) return;
-  constexpr uint64_t kLineBytes = 64;
+  using sim_internal::kLineBytes;
   const uint64_t lines = ws / kLineBytes + (ws % kLineBytes != 0 ? 1 : 0);
   const uint64_t latency = in_l3 ? cfg_.cluster_cache_ns : cfg_.memory_ns;
   const uint64_t charge = lines * latency / kRangeLineParallelism;

@@ -17,7 +17,7 @@ using sim_internal::kLineCache;
 // Cost model: lines
 // =============================================================================================
 uint32_t Simulation::line_id(const void* p) {
-  const uintptr_t key = reinterpret_cast<uintptr_t>(p) >> 6;
+  const uintptr_t key = reinterpret_cast<uintptr_t>(p) >> sim_internal::kLineShift;
   CacheSlot& slot = line_cache_[(key ^ (key >> 12)) & (kLineCache - 1)];
   if (slot.key_plus_1 == key + 1) return slot.id;
   auto [it, inserted] = line_map_->map.try_emplace(key, static_cast<uint32_t>(lines_.size()));

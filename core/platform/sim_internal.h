@@ -25,6 +25,9 @@ inline void Simulation::sync(Fiber& f) {
 
 namespace sim_internal {
 constexpr size_t kLineCache = 4096;  // direct-mapped cache in front of the line map
+constexpr uint64_t kLineBytes = 64;  // a cache line (sim.h COST MODEL): lines, ranges, working sets
+constexpr unsigned kLineShift = 6;   // log2(kLineBytes)
+static_assert(uint64_t{1} << kLineShift == kLineBytes);
 }  // namespace sim_internal
 
 }  // namespace walbench

@@ -15,7 +15,7 @@ static_assert(Simulation::kRangeBlockBytes == kRangeAlign,
               "buffers aligned for touch_range must start on a range block");
 
 namespace {
-constexpr uint64_t kLine = 64;
+constexpr uint64_t kLine = sim_internal::kLineBytes;
 struct RangeBlock {
   int32_t writer = -1;  // physical core that last wrote into the block
   int32_t reader = -1;  // a core other than writer that read it since
