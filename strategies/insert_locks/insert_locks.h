@@ -16,13 +16,14 @@
 //     "random_stride"   "Increase NUM_XLOGINSERT_LOCKS" (Sokolov, 2025): random start and odd
 //                       stride per client, two conditional tries stepping by the stride, then a
 //                       blocking acquire.
-//   The atomic forms get PG 17's surroundings: WaitXLogInsertionsToFinish with logInsertResult
+//   xlog (the surroundings): "pg17" is WaitXLogInsertionsToFinish with logInsertResult
 //   (f3ff7bf83b: a fetch_add(0) read, early exit returning the value read, monotonic advance
-//   returning the freshest value) and XLogFlush/XLogWrite on atomic LogwrtResult (ee1cbe806d).
-//   The waitlist form models PG 15: no logInsertResult, LogwrtResult under info_lck
-//   (core/wal/wal.h "FLUSH AND WRITE REQUESTS"). Departure: "atomic_fastpath" is the 2023 v6
-//   patch, which predates both 2024 commits; it gets the PG 17 surroundings too, so that it
-//   differs from "atomic" in UpdateVar only.
+//   returning the freshest value) and XLogFlush/XLogWrite on atomic LogwrtResult (ee1cbe806d);
+//   "pg16" has no logInsertResult and keeps LogwrtResult under info_lck (core/wal/wal.h
+//   "FLUSH AND WRITE REQUESTS"). By default ("auto") the waitlist form gets PG 16's (it models
+//   PG 15) and the atomic forms PG 17's, so that "atomic_fastpath" differs from "atomic" in
+//   UpdateVar only. The 2023 v6 patch predates both 2024 commits: to model the thread's runs,
+//   give it xlog "pg16" (configs/sim-insert-locks-*.json do).
 //
 // Design summary
 //   Reservation is short and serial (a spinlock around two counters); copying is long and runs

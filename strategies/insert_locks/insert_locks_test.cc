@@ -70,12 +70,13 @@ struct SpyWal {
   std::vector<uint8_t> buf = std::vector<uint8_t>(8192);
   uint64_t records = 0;
 
-  explicit SpyWal(VarProtocol proto) {
+  explicit SpyWal(VarProtocol proto, XlogVersion xlog = XlogVersion::kAuto) {
     g.page_size = 1024;
     g.segment_size = 8192;
     storage = make_memory_storage(g);
     InsertLocksParams p;
     p.insertingat = proto;
+    p.xlog = xlog;
     wal = std::make_unique<Wal<TP, S>>(g, 8, *storage, procs, p);
   }
   Wal<TP, S>::Inserted insert(uint32_t client, uint32_t len) {
@@ -127,6 +128,37 @@ TEST_CASE("wait_insertions: PG 17 returns the logInsertResult it read, advanced 
       }
     }
   }
+}
+
+TEST_CASE("xlog: the surroundings follow insertingat unless chosen; the 2023 patch on PG 16's",
+          "[insert_locks]") {
+  using J = nlohmann::json;
+  auto parse = [](const J& j) { return InsertionLocksParams::from_json(j, "insert_locks"); };
+  CHECK_FALSE(parse(J{{"insertingat", "waitlist"}}).pg17_xlog());
+  CHECK(parse(J{{"insertingat", "atomic"}}).pg17_xlog());
+  CHECK(parse(J{{"insertingat", "atomic_fastpath"}}).pg17_xlog());
+  CHECK(parse(J::object()).pg17_xlog());  // insertingat's default is atomic
+  CHECK_FALSE(parse(J{{"insertingat", "atomic_fastpath"}, {"xlog", "pg16"}}).pg17_xlog());
+  CHECK(parse(J{{"insertingat", "waitlist"}, {"xlog", "pg17"}}).pg17_xlog());
+  CHECK_THROWS_WITH(parse(J{{"xlog", "pg18"}}), "insert_locks: unknown xlog \"pg18\"");
+
+  // The v6 patch on PG 16's xlog.c: no logInsertResult (the nested flushers' scenario of the
+  // test above gives PG 15's answers), LogwrtResult under info_lck.
+  ProcTable<TP> procs(2, 1);
+  InsertionLocksParams p;
+  p.insertingat = VarProtocol::kAtomicFastPath;
+  p.xlog = XlogVersion::kPg16;
+  InsertionLocks<TP> locks(procs, p);
+  const Lsn outer = locks.wait_insertions(procs[0], Lsn{900}, [&] {
+    CHECK(locks.wait_insertions(procs[1], Lsn{4000}, [] { return Lsn{5000}; }) == Lsn{5000});
+    return Lsn{1000};
+  });
+  CHECK(outer == Lsn{1000});
+  CHECK(locks.log_insert_result() == Lsn{0});
+  CHECK(locks.logwrt_before_pg17());
+  CHECK(SpyWal(VarProtocol::kAtomicFastPath, XlogVersion::kPg16).wal->logwrt_before_pg17());
+  CHECK_FALSE(SpyWal(VarProtocol::kAtomicFastPath).wal->logwrt_before_pg17());
+  CHECK_FALSE(SpyWal(VarProtocol::kWaitList, XlogVersion::kPg17).wal->logwrt_before_pg17());
 }
 
 TEST_CASE("wait_insertions: an insertion in progress below upto still bounds the result",

@@ -23,6 +23,13 @@ InsertionLocksParams InsertionLocksParams::from_json(const nlohmann::json& j,
     else if (v == "random_stride") p.lock_choice = LockChoice::kRandomStride;
     else throw std::invalid_argument(who + ": unknown lock_choice \"" + v + "\"");
   }
+  if (j.contains("xlog")) {
+    const std::string v = j.at("xlog").get<std::string>();
+    if (v == "auto") p.xlog = XlogVersion::kAuto;
+    else if (v == "pg16") p.xlog = XlogVersion::kPg16;
+    else if (v == "pg17") p.xlog = XlogVersion::kPg17;
+    else throw std::invalid_argument(who + ": unknown xlog \"" + v + "\"");
+  }
   if (p.num_locks == 0 || (p.num_locks & (p.num_locks - 1)) != 0)
     throw std::invalid_argument(who + ": num_locks must be a power of two");
   return p;
@@ -43,6 +50,12 @@ std::vector<ParamSpec> insertion_locks_param_specs(const std::string& num_locks_
        "which insertion lock a client takes: procno (pgprocno % N, next after a wait) or "
        "random_stride (random start, odd stride, two conditional tries; 2025 proposal)",
        {"procno", "random_stride"}},
+      {"xlog", T::kString, "auto",
+       "the xlog.c around the locks: pg16 (WaitXLogInsertionsToFinish without logInsertResult, "
+       "LogwrtResult under info_lck), pg17 (logInsertResult early exit and monotonic advance, "
+       "atomic LogwrtResult: f3ff7bf83b, ee1cbe806d) or auto (pg16 with insertingat waitlist, "
+       "pg17 otherwise); the 2023 thread's v6 patch (atomic_fastpath) ran on PG 16: xlog pg16",
+       {"auto", "pg16", "pg17"}},
   };
 }
 

@@ -66,11 +66,23 @@ namespace walbench {
 
 enum class LockChoice { kProcno, kRandomStride };
 
-// The parameters every insertion-lock strategy shares: num_locks, insertingat, lock_choice.
+// The parameters every insertion-lock strategy shares: num_locks, insertingat, lock_choice,
+// xlog.
+// The xlog.c around the locks: PG 16's WaitXLogInsertionsToFinish (no logInsertResult) and
+// LogwrtResult under info_lck, or PG 17's (logInsertResult early exit and monotonic advance,
+// f3ff7bf83b; atomic LogwrtResult, ee1cbe806d). kAuto: PG 16 with "waitlist", PG 17 otherwise.
+enum class XlogVersion { kAuto, kPg16, kPg17 };
+
 struct InsertionLocksParams {
   uint32_t num_locks = 8;
   VarProtocol insertingat = VarProtocol::kAtomic;
   LockChoice lock_choice = LockChoice::kProcno;
+  XlogVersion xlog = XlogVersion::kAuto;
+  // Whether the surroundings are PG 17's (xlog, with kAuto resolved by insertingat).
+  bool pg17_xlog() const {
+    return xlog == XlogVersion::kAuto ? insertingat != VarProtocol::kWaitList
+                                      : xlog == XlogVersion::kPg17;
+  }
   // Reads the three keys when present (others are ignored: the strategy parses its own).
   // Throws std::invalid_argument naming `strategy` on a bad value.
   static InsertionLocksParams from_json(const nlohmann::json& j, const char* strategy);
@@ -175,8 +187,8 @@ class InsertionLocks {
     return Lsn{finished};
   }
 
-  // PG <= 16 (insertingat "waitlist") has no logInsertResult, and its XLogFlush / XLogWrite
-  // keep LogwrtResult under info_lck (Wal::logwrt_before_pg17).
+  // PG <= 16 (xlog "pg16", the default with insertingat "waitlist") has no logInsertResult, and
+  // its XLogFlush / XLogWrite keep LogwrtResult under info_lck (Wal::logwrt_before_pg17).
   bool logwrt_before_pg17() const { return !has_insert_result_(); }
   // Inspection for tests (racy while clients run).
   Lsn log_insert_result() const { return Lsn{log_insert_result_.load()}; }
@@ -199,7 +211,7 @@ class InsertionLocks {
  private:
   static constexpr uint32_t kNone = ~uint32_t{0};
 
-  bool has_insert_result_() const { return params_.insertingat != VarProtocol::kWaitList; }
+  bool has_insert_result_() const { return params_.pg17_xlog(); }
 
   struct Slot {
     explicit Slot(ProcTable<P>& procs) : lock(&procs, WaitEvent::kWalInsert) {}
