@@ -1,35 +1,51 @@
 #include "strategies/insert_locks/insertion_locks.h"
 
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace walbench {
+
+namespace {
+
+// j[key], when present, as the value paired with its name; an unknown name is an error naming
+// the strategy and the key.
+template <class T>
+void read_choice(const nlohmann::json& j, const char* key, const std::string& who,
+                 std::initializer_list<std::pair<const char*, T>> choices, T* out) {
+  if (!j.contains(key)) return;
+  const std::string v = j.at(key).get<std::string>();
+  for (const auto& [name, value] : choices) {
+    if (v == name) {
+      *out = value;
+      return;
+    }
+  }
+  throw std::invalid_argument(who + ": unknown " + key + " \"" + v + "\"");
+}
+
+}  // namespace
 
 InsertionLocksParams InsertionLocksParams::from_json(const nlohmann::json& j,
                                                      const char* strategy) {
   const std::string who = strategy;
   InsertionLocksParams p;
   if (j.contains("num_locks")) p.num_locks = j.at("num_locks").get<uint32_t>();
-  if (j.contains("insertingat")) {
-    const std::string v = j.at("insertingat").get<std::string>();
-    if (v == "waitlist") p.insertingat = VarProtocol::kWaitList;
-    else if (v == "atomic") p.insertingat = VarProtocol::kAtomic;
-    else if (v == "atomic_fastpath") p.insertingat = VarProtocol::kAtomicFastPath;
-    else throw std::invalid_argument(who + ": unknown insertingat \"" + v + "\"");
-  }
-  if (j.contains("lock_choice")) {
-    const std::string v = j.at("lock_choice").get<std::string>();
-    if (v == "procno") p.lock_choice = LockChoice::kProcno;
-    else if (v == "random_stride") p.lock_choice = LockChoice::kRandomStride;
-    else throw std::invalid_argument(who + ": unknown lock_choice \"" + v + "\"");
-  }
-  if (j.contains("xlog")) {
-    const std::string v = j.at("xlog").get<std::string>();
-    if (v == "auto") p.xlog = XlogVersion::kAuto;
-    else if (v == "pg16") p.xlog = XlogVersion::kPg16;
-    else if (v == "pg17") p.xlog = XlogVersion::kPg17;
-    else throw std::invalid_argument(who + ": unknown xlog \"" + v + "\"");
-  }
+  read_choice<VarProtocol>(j, "insertingat", who,
+                           {{"waitlist", VarProtocol::kWaitList},
+                            {"atomic", VarProtocol::kAtomic},
+                            {"atomic_fastpath", VarProtocol::kAtomicFastPath}},
+                           &p.insertingat);
+  read_choice<LockChoice>(j, "lock_choice", who,
+                          {{"procno", LockChoice::kProcno},
+                           {"random_stride", LockChoice::kRandomStride}},
+                          &p.lock_choice);
+  read_choice<XlogVersion>(j, "xlog", who,
+                           {{"auto", XlogVersion::kAuto},
+                            {"pg16", XlogVersion::kPg16},
+                            {"pg17", XlogVersion::kPg17}},
+                           &p.xlog);
   if (p.num_locks == 0 || (p.num_locks & (p.num_locks - 1)) != 0)
     throw std::invalid_argument(who + ": num_locks must be a power of two");
   return p;
