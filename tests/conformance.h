@@ -44,6 +44,7 @@ inline std::vector<Variant> all_variants() {
             v.push_back({s.name, {{"num_locks", n}, {"insertingat", ia}, {"prev_link", pl}}});
       v.push_back({s.name, {{"num_locks", 8}, {"lock_choice", "random_stride"}, {"prev_link", "next_header"}}});
       v.push_back({s.name, nlohmann::json::object()});  // the defaults: what a config gets
+      v.push_back({s.name, {{"insertingat", "atomic_fastpath"}, {"xlog", "pg16"}}});
     } else if (s.name == "link_buf") {
       for (const char* pl : {"next_header", "hash_table", "hash_table_offset"})
         for (const char* ta : {"waiter", "inserter"})

@@ -84,8 +84,8 @@
 // REL_15 (15.3) and a post-17 master, whose XLogFlush/XLogWrite/WaitXLogInsertionsToFinish are
 // 17's: ee1cbe806d "Operate XLogCtl->log{Write,Flush}Result with atomics", f3ff7bf83b
 // logInsertResult; issue 10 item 1a). Two forms, chosen by the strategy
-// (S::logwrt_before_pg17(): insertingat "waitlist" and single_lock model PG <= 16; every other
-// strategy PG 17):
+// (S::logwrt_before_pg17(): single_lock, and insert_locks / lockfree_reserve with xlog "pg16"
+// (the default with insertingat "waitlist"), model PG <= 16; every other strategy PG 17):
 //   F1 XLogFlush(rec) loop. WriteRqstPtr = rec, raised to LogwrtRqst.Write read under info_lck
 //      (PG reads it; it never raises it: only page crossings, evictions and W1 do).
 //      PG <= 16: the same info_lck section also copies LogwrtResult; done if rec <= Flush.

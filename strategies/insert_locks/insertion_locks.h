@@ -83,12 +83,12 @@ struct InsertionLocksParams {
     return xlog == XlogVersion::kAuto ? insertingat != VarProtocol::kWaitList
                                       : xlog == XlogVersion::kPg17;
   }
-  // Reads the three keys when present (others are ignored: the strategy parses its own).
+  // Reads the four keys when present (others are ignored: the strategy parses its own).
   // Throws std::invalid_argument naming `strategy` on a bad value.
   static InsertionLocksParams from_json(const nlohmann::json& j, const char* strategy);
 };
 
-// The ParamSpecs of the three shared parameters, for a strategy's StrategyInfo. num_locks_doc
+// The ParamSpecs of the four shared parameters, for a strategy's StrategyInfo. num_locks_doc
 // replaces the default description of num_locks when not empty.
 std::vector<ParamSpec> insertion_locks_param_specs(const std::string& num_locks_doc = "");
 

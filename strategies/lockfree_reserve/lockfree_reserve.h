@@ -220,8 +220,8 @@ class LockfreeReserve {
     locks_.advertise(me, v);
   }
 
-  // XLogFlush / XLogWrite in the form of the insertingAt protocol's release (core/wal/wal.h
-  // "FLUSH AND WRITE REQUESTS"): PG 17's unless insertingat is "waitlist".
+  // XLogFlush / XLogWrite in the form the xlog parameter chooses (core/wal/wal.h "FLUSH AND
+  // WRITE REQUESTS"; default: PG 17's unless insertingat is "waitlist").
   bool logwrt_before_pg17() const { return locks_.logwrt_before_pg17(); }
 
   // WaitXLogInsertionsToFinish: CurrBytePos is an atomic read (I1).
