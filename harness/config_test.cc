@@ -129,7 +129,7 @@ TEST_CASE("defaults from spec.h fill every field not set", "[config]") {
   CHECK(c.label == "insert_locks");
   CHECK(c.strategy_params ==
         nlohmann::json::parse(
-            R"({"num_locks": 8, "insertingat": "atomic", "lock_choice": "procno"})"));
+            R"({"num_locks": 8, "insertingat": "atomic", "lock_choice": "procno", "xlog": "auto"})"));
   CHECK(c.clients == 1);
   CHECK(c.platform.kind == d.platform.kind);
   CHECK(c.wal.page_size == d.wal.page_size);

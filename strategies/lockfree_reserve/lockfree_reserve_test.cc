@@ -420,7 +420,8 @@ TEST_CASE("lockfree_reserve is registered with its parameters", "[lockfree]") {
   REQUIRE(s != nullptr);
   std::vector<std::string> names;
   for (const auto& p : s->params) names.push_back(p.name);
-  CHECK(names == std::vector<std::string>{"num_locks", "insertingat", "lock_choice", "prev_link"});
+  CHECK(names ==
+        std::vector<std::string>{"num_locks", "insertingat", "lock_choice", "xlog", "prev_link"});
   CHECK(s->params.back().default_value == "hash_table");
   CHECK(s->params.front().default_value == 8);
   const auto p = LockfreeReserveParams::from_json(
