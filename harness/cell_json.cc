@@ -80,6 +80,7 @@ json to_json(const RunSpec& r) {
           {"watchdog_s", r.watchdog_s},
           {"interleave", r.interleave},
           {"min_txns_per_client", r.min_txns_per_client},
+          {"max_window_s", r.max_window_s},
           {"trend_warn_pct", r.trend_warn_pct}};
 }
 
@@ -280,11 +281,21 @@ std::vector<std::string> cell_warnings(const CellSpec& cell, const json& repetit
     if (!rep.contains("txns") || !rep["txns"].is_number()) continue;
     const double per_client =
         rep["txns"].get<double>() / static_cast<double>(std::max<uint32_t>(cell.clients, 1));
-    if (per_client < rs.min_txns_per_client)
-      w.push_back(rep_prefix(r) + absl::StrFormat(
-                                      "%.1f transactions per client in the window (under "
-                                      "run.min_txns_per_client = %d): too few to measure",
-                                      per_client, rs.min_txns_per_client));
+    if (per_client < rs.min_txns_per_client) {
+      std::string remedy = "; lengthen run.duration_s";
+      if (cell.platform.kind == "sim" && rs.max_window_s <= 0)
+        remedy = "; lengthen run.duration_s or let the simulator do it (run.max_window_s)";
+      else if (cell.platform.kind == "sim" && rep.contains("window_lengthened"))
+        remedy = absl::StrFormat(" even in a window lengthened to %g s (run.max_window_s = %g)",
+                                 rep["window_lengthened"].value("duration_s", 0.0), rs.max_window_s);
+      else if (cell.platform.kind == "sim")
+        remedy = absl::StrFormat("; the window is already run.max_window_s = %g s or longer",
+                                 rs.max_window_s);
+      w.push_back(rep_prefix(r) + absl::StrFormat("%.1f transactions per client in the window "
+                                                  "(under run.min_txns_per_client = %d): too few "
+                                                  "to measure%s",
+                                                  per_client, rs.min_txns_per_client, remedy));
+    }
     const uint64_t idle = rep.value("clients_without_txn", uint64_t{0});
     if (idle > 0)
       w.push_back(rep_prefix(r) +
@@ -305,8 +316,15 @@ std::vector<std::string> cell_warnings(const CellSpec& cell, const json& repetit
                                   streaming.value("writer_wait_ms", 0.0)));
     // Progress intervals: the trend inside the window and the time to steady state.
     if (!rep.contains("progress") || !rep["progress"].is_array()) continue;
-    const double step = progress_step_s(rs);
-    const double w0 = rs.warmup_s, w1 = rs.warmup_s + rs.duration_s;
+    // A repetition the simulator ran again with a longer window (run.max_window_s) has its
+    // own warm-up, window and progress step.
+    RunSpec ran = rs;
+    if (rep.contains("window_lengthened") && rep["window_lengthened"].is_object()) {
+      ran.warmup_s = rep["window_lengthened"].value("warmup_s", rs.warmup_s);
+      ran.duration_s = rep["window_lengthened"].value("duration_s", rs.duration_s);
+    }
+    const double step = progress_step_s(ran);
+    const double w0 = ran.warmup_s, w1 = ran.warmup_s + ran.duration_s;
     std::vector<std::pair<double, double>> inside, all;  // (interval end t, tps)
     for (const auto& p : rep["progress"]) {
       if (!p.contains("t") || !p["tps"].is_number()) continue;

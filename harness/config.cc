@@ -368,10 +368,12 @@ std::string run_time_summary(const std::vector<CellSpec>& cells) {
   double wall = 0, virtual_total = 0;
   double virtual_min = std::numeric_limits<double>::infinity(), virtual_max = 0;
   size_t threads_cells = 0, sim_cells = 0;
+  double max_window = 0;
   for (const auto& c : cells) {
     const double per_cell = c.run.repetitions * (c.run.warmup_s + c.run.duration_s);
     if (c.platform.kind == "sim") {
       ++sim_cells;
+      max_window = std::max(max_window, c.run.max_window_s);
       virtual_total += per_cell;
       virtual_min = std::min(virtual_min, per_cell);
       virtual_max = std::max(virtual_max, per_cell);
@@ -390,7 +392,13 @@ std::string run_time_summary(const std::vector<CellSpec>& cells) {
                                      : seconds_text(virtual_min) + " to " + seconds_text(virtual_max);
     parts.push_back((threads_cells > 0 ? absl::StrFormat("%d sim cells: ", sim_cells) : "") +
                     "virtual time per cell " + per_cell + " (" + seconds_text(virtual_total) +
-                    " in all); real time depends on clients x duration, not estimated");
+                    " in all)" +
+                    (max_window > 0
+                         ? absl::StrFormat(", more for a cell short of run.min_txns_per_client "
+                                           "(run again with a window of up to %g s)",
+                                           max_window)
+                         : std::string()) +
+                    "; real time depends on clients x duration, not estimated");
   }
   return absl::StrJoin(parts, "; ");
 }

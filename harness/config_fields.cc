@@ -214,6 +214,10 @@ const std::vector<FieldDef>& field_defs() {
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.run.min_txns_per_client = static_cast<uint32_t>(want_int(v, w, 0, kMaxU31));
        }},
+      {"run", "max_window_s",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.run.max_window_s = want_number(v, w, 0, false, 1e6);
+       }},
       {"run", "trend_warn_pct",
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.run.trend_warn_pct = want_number(v, w, 0, false, 1e6);

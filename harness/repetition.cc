@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include "absl/strings/str_format.h"
@@ -72,9 +73,11 @@ void record_window_numbers(RepResult& res, uint64_t txns, uint64_t bytes, double
       lat.count ? nlohmann::ordered_json(lat.to_json()) : nlohmann::ordered_json(nullptr);
 }
 
-RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t seed, bool quiet,
-                         std::ostream& err, const StuckHandler& on_stuck,
-                         const TraceOptions* trace) {
+namespace {
+
+RepResult run_repetition_once(const CellSpec& cell, CellFactory factory, uint64_t seed, bool quiet,
+                              std::ostream& err, const StuckHandler& on_stuck,
+                              const TraceOptions* trace) {
   RepResult res;
   res.json["seed"] = seed;
   auto fail = [&](const std::string& msg) {
@@ -248,6 +251,56 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
     res.json["peak_rss_since"] = peak_reset ? "repetition start" : "process start";
   }
   finalize_json();
+  return res;
+}
+
+double transactions_per_client(const RepResult& r, uint32_t clients) {
+  const auto it = r.json.find("txns");
+  if (it == r.json.end() || !it->is_number()) return 0;
+  return it->get<double>() / std::max<uint32_t>(clients, 1);
+}
+
+}  // namespace
+
+std::optional<RunSpec> lengthened_window(const RunSpec& rs, double per_client) {
+  if (rs.max_window_s <= 0 || rs.min_txns_per_client == 0) return std::nullopt;
+  if (per_client >= rs.min_txns_per_client || rs.duration_s >= rs.max_window_s) return std::nullopt;
+  // At least 1/20 of a transaction per client: a window in which nobody finished grows 25x
+  // per step, not without bound.
+  const double factor = 1.25 * rs.min_txns_per_client / std::max(per_client, 0.05);
+  RunSpec longer = rs;
+  longer.duration_s = std::min(rs.max_window_s, rs.duration_s * factor);
+  // Rounded up to whole milliseconds so that the recorded lengths are the ones that ran.
+  longer.duration_s = std::ceil(longer.duration_s * 1e3) / 1e3;
+  longer.warmup_s = std::ceil(rs.warmup_s * (longer.duration_s / rs.duration_s) * 1e3) / 1e3;
+  return longer;
+}
+
+RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t seed, bool quiet,
+                         std::ostream& err, const StuckHandler& on_stuck,
+                         const TraceOptions* trace) {
+  RepResult res = run_repetition_once(cell, factory, seed, quiet, err, on_stuck, trace);
+  // Only the simulator (its virtual time is free to lengthen, and a rerun is the same run
+  // longer); a traced repetition keeps the window its trace was asked for.
+  if (cell.platform.kind != "sim" || trace != nullptr) return res;
+  CellSpec longer = cell;
+  for (int step = 0; step < 4 && res.ok; ++step) {
+    const double per_client = transactions_per_client(res, cell.clients);
+    const std::optional<RunSpec> next = lengthened_window(longer.run, per_client);
+    if (!next) break;
+    if (!quiet)
+      err << absl::StrFormat(
+          "  %.1f transactions per client in %g s (run.min_txns_per_client = %d): running it "
+          "again with a %g s window after a %g s warm-up (run.max_window_s = %g)\n",
+          per_client, longer.run.duration_s, cell.run.min_txns_per_client, next->duration_s,
+          next->warmup_s, cell.run.max_window_s);
+    longer.run = *next;
+    res = run_repetition_once(longer, factory, seed, quiet, err, on_stuck, nullptr);
+    res.json["window_lengthened"] = ojson{{"warmup_s", longer.run.warmup_s},
+                                          {"duration_s", longer.run.duration_s},
+                                          {"from_duration_s", cell.run.duration_s},
+                                          {"transactions_per_client_before", per_client}};
+  }
   return res;
 }
 

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -36,6 +37,11 @@ using StuckHandler = std::function<void(const RepResult&)>;
 RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t seed, bool quiet,
                          std::ostream& err, const StuckHandler& on_stuck,
                          const TraceOptions* trace = nullptr);
+
+// run.max_window_s (simulated platform): the longer run a repetition that finished
+// `per_client` transactions per client in rs's window should get, or none when it had enough,
+// lengthening is off or the window is at its cap. harness/RESULTS.md "Windows lengthened".
+std::optional<RunSpec> lengthened_window(const RunSpec& rs, double per_client);
 
 // The timed window's numbers, as every platform records them in the repetition entry and in
 // res.numbers: tps, bytes_per_s, txns, elapsed_s, clients_without_txn, latency_ms (null when no

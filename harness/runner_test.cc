@@ -21,6 +21,7 @@
 #include "tests/temp_dir.h"
 
 #include "harness/report.h"
+#include "harness/repetition.h"
 
 namespace walbench {
 namespace {
@@ -720,6 +721,97 @@ TEST_CASE("with -j a real-thread cell never runs beside a simulated one", "[runn
   const ojson doc = read_ordered(opts.output_path);
   REQUIRE(doc["cells"].size() == 4);
   for (size_t k = 0; k < 4; ++k) CHECK(doc["cells"][k]["index"] == k);  // matrix order
+}
+
+}  // namespace
+}  // namespace walbench
+
+namespace walbench {
+namespace {
+
+TEST_CASE("lengthened_window: in proportion to the shortfall, capped, off by default", "[runner]") {
+  RunSpec rs;
+  rs.duration_s = 0.25;
+  rs.warmup_s = 0.05;
+  rs.min_txns_per_client = 10;
+  CHECK_FALSE(lengthened_window(rs, 0.3).has_value());  // max_window_s 0: never
+  rs.max_window_s = 10;
+  CHECK_FALSE(lengthened_window(rs, 10).has_value());   // enough
+  const auto a = lengthened_window(rs, 4);              // x 1.25 * 10 / 4 = x 3.125
+  REQUIRE(a.has_value());
+  CHECK(a->duration_s == Approx(0.782));                // 0.78125 rounded up to 1 ms
+  CHECK(a->warmup_s == Approx(0.157));                  // 0.05 x 3.128 rounded up
+  const auto b = lengthened_window(rs, 0.3);            // x 41.7: past the cap
+  REQUIRE(b.has_value());
+  CHECK(b->duration_s == Approx(10));
+  CHECK(b->warmup_s == Approx(2));
+  const auto none = lengthened_window(rs, 0);           // nobody finished: x 250, capped
+  REQUIRE(none.has_value());
+  CHECK(none->duration_s == Approx(10));
+  rs.duration_s = 10;
+  CHECK_FALSE(lengthened_window(rs, 0.3).has_value());  // already at the cap
+  rs.duration_s = 0.25;
+  rs.min_txns_per_client = 0;
+  CHECK_FALSE(lengthened_window(rs, 0.3).has_value());  // no minimum asked
+}
+
+// 8 clients committing through a 1 ms fsync on a 4-core simulated machine finish a few
+// transactions each in 5 ms: too few for run.min_txns_per_client = 10.
+CellSpec short_window_sim_cell(const std::string& label, double max_window_s) {
+  CellSpec c;
+  c.label = label;
+  c.strategy = "single_lock";
+  c.clients = 8;
+  c.platform.kind = "sim";
+  c.platform.sim = {{"cores", 4}, {"fsync_ns", 1000000}};
+  c.run.duration_s = 0.005;
+  c.run.warmup_s = 0.002;
+  c.run.repetitions = 1;
+  c.run.seed = 3;
+  c.run.progress_interval_s = 0;
+  c.run.max_window_s = max_window_s;
+  c.matrix_values = {{"clients", 8}, {"strategy", label}};
+  return c;
+}
+
+TEST_CASE("sim: a window too short for its cell is run again longer (run.max_window_s)", "[runner]") {
+  std::vector<CellSpec> cells = {short_window_sim_cell("off", 0), short_window_sim_cell("on", 0.2),
+                                 short_window_sim_cell("capped", 0.005)};
+  number(cells);
+  TempDir dir;
+  RunOptions opts;
+  opts.output_path = dir.file("r.json");
+  std::ostringstream out, err;
+  REQUIRE(run_matrix(cells, opts, out, err) == 0);
+  const ojson doc = read_ordered(opts.output_path);
+  auto warnings = [&](size_t i) {
+    std::string all;
+    for (const auto& w : doc["cells"][i]["warnings"]) all += w.get<std::string>() + "\n";
+    return all;
+  };
+  const ojson& off = doc["cells"][0]["repetitions"][0];
+  const double off_per_client = off["txns"].get<double>() / 8;
+  REQUIRE(off_per_client < 10);
+  CHECK_FALSE(off.contains("window_lengthened"));
+  CHECK(off["elapsed_s"].get<double>() == Approx(0.005));
+  CHECK(warnings(0).find("too few to measure; lengthen run.duration_s or let the simulator do "
+                         "it (run.max_window_s)") != std::string::npos);
+
+  const ojson& on = doc["cells"][1]["repetitions"][0];
+  REQUIRE(on.contains("window_lengthened"));
+  const ojson& lw = on["window_lengthened"];
+  CHECK(lw["from_duration_s"].get<double>() == Approx(0.005));
+  CHECK(lw["transactions_per_client_before"].get<double>() == Approx(off_per_client));
+  CHECK(lw["duration_s"].get<double>() > 0.005);
+  CHECK(lw["duration_s"].get<double>() <= 0.2);
+  CHECK(on["elapsed_s"].get<double>() == Approx(lw["duration_s"].get<double>()));
+  CHECK(on["txns"].get<double>() / 8 >= 10);
+  CHECK(warnings(1).find("too few") == std::string::npos);
+  CHECK(doc["cells"][1]["run"]["max_window_s"].get<double>() == Approx(0.2));
+
+  CHECK_FALSE(doc["cells"][2]["repetitions"][0].contains("window_lengthened"));
+  CHECK(warnings(2).find("the window is already run.max_window_s = 0.005 s or longer") !=
+        std::string::npos);
 }
 
 }  // namespace
