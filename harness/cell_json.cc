@@ -285,12 +285,18 @@ std::vector<std::string> cell_warnings(const CellSpec& cell, const json& repetit
       std::string remedy = "; lengthen run.duration_s";
       if (cell.platform.kind == "sim" && rs.max_window_s <= 0)
         remedy = "; lengthen run.duration_s or let the simulator do it (run.max_window_s)";
-      else if (cell.platform.kind == "sim" && rep.contains("window_lengthened"))
-        remedy = absl::StrFormat(" even in a window lengthened to %g s (run.max_window_s = %g)",
-                                 rep["window_lengthened"].value("duration_s", 0.0), rs.max_window_s);
-      else if (cell.platform.kind == "sim")
+      else if (cell.platform.kind == "sim" && rep.contains("window_lengthened")) {
+        const double d = rep["window_lengthened"].value("duration_s", 0.0);
+        remedy = d >= rs.max_window_s
+                     ? absl::StrFormat(" even in a window lengthened to %g s (run.max_window_s)", d)
+                     : absl::StrFormat(" even in a window lengthened to %g s (%d reruns, the most)",
+                                       d, rep["window_lengthened"].value("steps", 0));
+      } else if (cell.platform.kind == "sim" && rs.duration_s >= rs.max_window_s) {
         remedy = absl::StrFormat("; the window is already run.max_window_s = %g s or longer",
                                  rs.max_window_s);
+      } else if (cell.platform.kind == "sim") {
+        remedy = "; not lengthened: a traced cell keeps its window";
+      }
       w.push_back(rep_prefix(r) + absl::StrFormat("%.1f transactions per client in the window "
                                                   "(under run.min_txns_per_client = %d): too few "
                                                   "to measure%s",

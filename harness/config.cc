@@ -395,7 +395,7 @@ std::string run_time_summary(const std::vector<CellSpec>& cells) {
                     " in all)" +
                     (max_window > 0
                          ? absl::StrFormat(", more for a cell short of run.min_txns_per_client "
-                                           "(run again with a window of up to %g s)",
+                                           "(run again, warm-up and window lengthened alike, the window up to %g s)",
                                            max_window)
                          : std::string()) +
                     "; real time depends on clients x duration, not estimated");

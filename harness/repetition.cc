@@ -265,26 +265,36 @@ double transactions_per_client(const RepResult& r, uint32_t clients) {
 std::optional<RunSpec> lengthened_window(const RunSpec& rs, double per_client) {
   if (rs.max_window_s <= 0 || rs.min_txns_per_client == 0) return std::nullopt;
   if (per_client >= rs.min_txns_per_client || rs.duration_s >= rs.max_window_s) return std::nullopt;
-  // At least 1/20 of a transaction per client: a window in which nobody finished grows 25x
-  // per step, not without bound.
+  // Counted as at least 1/20 of a transaction per client, so that a window in which nobody
+  // finished grows by a bounded factor (25 x min_txns_per_client) per step.
   const double factor = 1.25 * rs.min_txns_per_client / std::max(per_client, 0.05);
   RunSpec longer = rs;
-  longer.duration_s = std::min(rs.max_window_s, rs.duration_s * factor);
-  // Rounded up to whole milliseconds so that the recorded lengths are the ones that ran.
-  longer.duration_s = std::ceil(longer.duration_s * 1e3) / 1e3;
+  // Rounded up to whole milliseconds (the recorded lengths are the ones that ran), then capped.
+  longer.duration_s = std::min(rs.max_window_s, std::ceil(rs.duration_s * factor * 1e3) / 1e3);
   longer.warmup_s = std::ceil(rs.warmup_s * (longer.duration_s / rs.duration_s) * 1e3) / 1e3;
   return longer;
 }
 
 RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t seed, bool quiet,
                          std::ostream& err, const StuckHandler& on_stuck,
-                         const TraceOptions* trace) {
+                         const TraceOptions* trace, CellWindow* window) {
+  if (window != nullptr && window->decided) {  // a later repetition: the cell's window
+    if (!window->run) return run_repetition_once(cell, factory, seed, quiet, err, on_stuck, trace);
+    CellSpec longer = cell;
+    longer.run = *window->run;
+    RepResult res = run_repetition_once(longer, factory, seed, quiet, err, on_stuck, trace);
+    res.json["window_lengthened"] = window->about;
+    return res;
+  }
   RepResult res = run_repetition_once(cell, factory, seed, quiet, err, on_stuck, trace);
+  if (window != nullptr) window->decided = true;
   // Only the simulator (its virtual time is free to lengthen, and a rerun is the same run
-  // longer); a traced repetition keeps the window its trace was asked for.
+  // longer); a traced repetition, and with it its cell, keeps the window the trace asked for.
   if (cell.platform.kind != "sim" || trace != nullptr) return res;
+  const double first_per_client = transactions_per_client(res, cell.clients);
   CellSpec longer = cell;
-  for (int step = 0; step < 4 && res.ok; ++step) {
+  int steps = 0;
+  while (steps < kMaxWindowSteps && res.ok && interrupt_signal() == 0) {
     const double per_client = transactions_per_client(res, cell.clients);
     const std::optional<RunSpec> next = lengthened_window(longer.run, per_client);
     if (!next) break;
@@ -295,11 +305,20 @@ RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t see
           per_client, longer.run.duration_s, cell.run.min_txns_per_client, next->duration_s,
           next->warmup_s, cell.run.max_window_s);
     longer.run = *next;
+    ++steps;
     res = run_repetition_once(longer, factory, seed, quiet, err, on_stuck, nullptr);
-    res.json["window_lengthened"] = ojson{{"warmup_s", longer.run.warmup_s},
-                                          {"duration_s", longer.run.duration_s},
-                                          {"from_duration_s", cell.run.duration_s},
-                                          {"transactions_per_client_before", per_client}};
+  }
+  if (steps == 0) return res;
+  const ojson about = {{"warmup_s", longer.run.warmup_s},
+                       {"duration_s", longer.run.duration_s},
+                       {"from_warmup_s", cell.run.warmup_s},
+                       {"from_duration_s", cell.run.duration_s},
+                       {"from_transactions_per_client", first_per_client},
+                       {"steps", steps}};
+  res.json["window_lengthened"] = about;
+  if (window != nullptr) {
+    window->run = longer.run;
+    window->about = about;
   }
   return res;
 }

@@ -32,11 +32,22 @@ struct RepResult {
 // Called when client threads are stuck for good; must not return (it ends the process).
 using StuckHandler = std::function<void(const RepResult&)>;
 
+// run.max_window_s (simulated platform): the first repetition of a cell decides its window, and
+// every later repetition runs with that window, so that a cell's repetitions are comparable.
+// harness/RESULTS.md "Windows lengthened".
+struct CellWindow {
+  bool decided = false;            // the first repetition ran
+  std::optional<RunSpec> run;      // the lengthened warm-up and window; none: the config's
+  nlohmann::ordered_json about;    // the repetitions' "window_lengthened" entry
+};
+inline constexpr int kMaxWindowSteps = 4;  // reruns of one repetition at most
+
 // trace: record this repetition's lock-wait trace (harness/trace.h); its summary line goes to
-// `err`. The numbers are the same with and without it on the simulator.
+// `err`. The numbers are the same with and without it on the simulator. window: the cell's
+// window across its repetitions (CellWindow); nullptr: this repetition decides alone.
 RepResult run_repetition(const CellSpec& cell, CellFactory factory, uint64_t seed, bool quiet,
                          std::ostream& err, const StuckHandler& on_stuck,
-                         const TraceOptions* trace = nullptr);
+                         const TraceOptions* trace = nullptr, CellWindow* window = nullptr);
 
 // run.max_window_s (simulated platform): the longer run a repetition that finished
 // `per_client` transactions per client in rs's window should get, or none when it had enough,

@@ -445,8 +445,12 @@ std::string setup_line_measuring(const json& cell, const json& matrix_rest, cons
     if (v != "native") s += absl::StrFormat(" %s=%s", policy, v);
   }
   const uint64_t reps = get_or<uint64_t>(r, "repetitions", 1);
-  s += absl::StrFormat(", %d repetition%s x %g s, %s", reps, reps == 1 ? "" : "s",
-                       get_or<double>(r, "duration_s", 0.0), measure);
+  s += absl::StrFormat(", %d repetition%s x %g s", reps, reps == 1 ? "" : "s",
+                       get_or<double>(r, "duration_s", 0.0));
+  const double max_window = get_or<double>(r, "max_window_s", 0.0);
+  if (max_window > 0 && get_or<std::string>(p, "kind", "") == "sim")
+    s += absl::StrFormat(" (up to %g s in cells short of run.min_txns_per_client)", max_window);
+  s += ", " + measure;
   for (const auto& [k, v] : matrix_rest.items()) s += ", " + k + "=" + value_text(v);
   return s;
 }

@@ -107,6 +107,7 @@ struct CellOutcome {
   bool started = false;
   bool ran = false;          // some repetition started
   bool interrupted = false;  // by SIGINT/SIGTERM (harness/interrupt.h)
+  CellWindow window;         // run.max_window_s: the first repetition's window, for all
 };
 
 uint32_t repetitions_of(const CellSpec& cell) { return std::max<uint32_t>(1, cell.run.repetitions); }
@@ -162,7 +163,8 @@ void run_cell_repetition(const CellSpec& cell, uint32_t r, const FactoryLookup& 
   RepResult rr = cell.platform.kind == "postgres"
                      ? postgres.run_repetition(cell, seed, quiet, err)
                      : run_repetition(cell, co.factory, seed, quiet, err,
-                                      stuck_handler(co, r, seed), r == 0 ? trace : nullptr);
+                                      stuck_handler(co, r, seed), r == 0 ? trace : nullptr,
+                                      &co.window);
   if (!rr.ok && interrupt_signal() != 0) return mark_interrupted(co, interrupt_signal());
   co.reps.push_back(rr.json);
   if (!rr.ok) {

@@ -21,6 +21,7 @@
 #include "tests/temp_dir.h"
 
 #include "harness/report.h"
+#include "harness/cell_json.h"
 #include "harness/repetition.h"
 
 namespace walbench {
@@ -748,6 +749,11 @@ TEST_CASE("lengthened_window: in proportion to the shortfall, capped, off by def
   const auto none = lengthened_window(rs, 0);           // nobody finished: x 250, capped
   REQUIRE(none.has_value());
   CHECK(none->duration_s == Approx(10));
+  rs.max_window_s = 0.2505;                             // the cap holds after the rounding up
+  const auto c = lengthened_window(rs, 9.9);
+  REQUIRE(c.has_value());
+  CHECK(c->duration_s == Approx(0.2505));
+  rs.max_window_s = 10;
   rs.duration_s = 10;
   CHECK_FALSE(lengthened_window(rs, 0.3).has_value());  // already at the cap
   rs.duration_s = 0.25;
@@ -757,7 +763,7 @@ TEST_CASE("lengthened_window: in proportion to the shortfall, capped, off by def
 
 // 8 clients committing through a 1 ms fsync on a 4-core simulated machine finish a few
 // transactions each in 5 ms: too few for run.min_txns_per_client = 10.
-CellSpec short_window_sim_cell(const std::string& label, double max_window_s) {
+CellSpec short_window_sim_cell(const std::string& label, double max_window_s, uint32_t reps = 1) {
   CellSpec c;
   c.label = label;
   c.strategy = "single_lock";
@@ -766,7 +772,7 @@ CellSpec short_window_sim_cell(const std::string& label, double max_window_s) {
   c.platform.sim = {{"cores", 4}, {"fsync_ns", 1000000}};
   c.run.duration_s = 0.005;
   c.run.warmup_s = 0.002;
-  c.run.repetitions = 1;
+  c.run.repetitions = reps;
   c.run.seed = 3;
   c.run.progress_interval_s = 0;
   c.run.max_window_s = max_window_s;
@@ -776,7 +782,9 @@ CellSpec short_window_sim_cell(const std::string& label, double max_window_s) {
 
 TEST_CASE("sim: a window too short for its cell is run again longer (run.max_window_s)", "[runner]") {
   std::vector<CellSpec> cells = {short_window_sim_cell("off", 0), short_window_sim_cell("on", 0.2),
-                                 short_window_sim_cell("capped", 0.005)};
+                                 short_window_sim_cell("at_cap", 0.005),
+                                 short_window_sim_cell("capped", 0.008),
+                                 short_window_sim_cell("two_reps", 0.2, 2)};
   number(cells);
   TempDir dir;
   RunOptions opts;
@@ -801,9 +809,12 @@ TEST_CASE("sim: a window too short for its cell is run again longer (run.max_win
   REQUIRE(on.contains("window_lengthened"));
   const ojson& lw = on["window_lengthened"];
   CHECK(lw["from_duration_s"].get<double>() == Approx(0.005));
-  CHECK(lw["transactions_per_client_before"].get<double>() == Approx(off_per_client));
+  CHECK(lw["from_warmup_s"].get<double>() == Approx(0.002));
+  CHECK(lw["from_transactions_per_client"].get<double>() == Approx(off_per_client));
+  CHECK(lw["steps"].get<int>() >= 1);
   CHECK(lw["duration_s"].get<double>() > 0.005);
   CHECK(lw["duration_s"].get<double>() <= 0.2);
+  CHECK(lw["warmup_s"].get<double>() > 0.002);
   CHECK(on["elapsed_s"].get<double>() == Approx(lw["duration_s"].get<double>()));
   CHECK(on["txns"].get<double>() / 8 >= 10);
   CHECK(warnings(1).find("too few") == std::string::npos);
@@ -812,6 +823,47 @@ TEST_CASE("sim: a window too short for its cell is run again longer (run.max_win
   CHECK_FALSE(doc["cells"][2]["repetitions"][0].contains("window_lengthened"));
   CHECK(warnings(2).find("the window is already run.max_window_s = 0.005 s or longer") !=
         std::string::npos);
+
+  // Lengthened to the cap and still short: the warning stays and says so.
+  const ojson& capped = doc["cells"][3]["repetitions"][0];
+  REQUIRE(capped.contains("window_lengthened"));
+  CHECK(capped["window_lengthened"]["duration_s"].get<double>() == Approx(0.008));
+  REQUIRE(capped["txns"].get<double>() / 8 < 10);
+  CHECK(warnings(3).find("too few to measure even in a window lengthened to 0.008 s "
+                         "(run.max_window_s)") != std::string::npos);
+
+  // One window per cell: the second repetition runs with the first one's, not deciding again.
+  const ojson& reps = doc["cells"][4]["repetitions"];
+  REQUIRE(reps.size() == 2);
+  CHECK(reps[0]["window_lengthened"] == on["window_lengthened"]);
+  CHECK(reps[1]["window_lengthened"] == reps[0]["window_lengthened"]);
+  CHECK(reps[1]["elapsed_s"].get<double>() == Approx(reps[0]["elapsed_s"].get<double>()));
+  CHECK(reps[1]["seed"].get<int>() == 4);
+}
+
+TEST_CASE("the warnings read a lengthened repetition's own warm-up and window", "[runner]") {
+  CellSpec cell = short_window_sim_cell("w", 10);
+  cell.run.warmup_s = 0.05;
+  cell.run.duration_s = 0.25;
+  // Ran with a 1 s warm-up and a 4 s window: progress every 0.25 s (20 intervals), 10 tps in
+  // the warm-up, then 100, and 50 in the last interval.
+  nlohmann::json rep = {{"txns", 8 * 50},
+                        {"clients_without_txn", 0},
+                        {"window_lengthened", {{"warmup_s", 1.0}, {"duration_s", 4.0}}}};
+  rep["progress"] = nlohmann::json::array();
+  for (int k = 1; k <= 20; ++k) {
+    const double t = 0.25 * k;
+    rep["progress"].push_back({{"t", t}, {"tps", t <= 1.0 ? 10.0 : k == 20 ? 50.0 : 100.0}});
+  }
+  const std::vector<std::string> w = cell_warnings(cell, nlohmann::json::array({rep}));
+  bool drift = false, late = false;
+  for (const auto& s : w) {
+    drift |= s.find("throughput drifts inside the window: first interval 100 tps, last 50 tps") !=
+             std::string::npos;
+    late |= s.find("past the warm-up") != std::string::npos;
+  }
+  CHECK(drift);       // the config's 0.25 s window holds one interval: no trend to see there
+  CHECK_FALSE(late);  // the median was reached at 1 s, the lengthened warm-up's end
 }
 
 }  // namespace

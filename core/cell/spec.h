@@ -112,10 +112,11 @@ struct RunSpec {
   // Trust warnings (harness/RESULTS.md "Warnings"): a cell whose clients finished fewer
   // transactions each than this in the window, on average, is flagged.
   uint32_t min_txns_per_client = 10;
-  // Simulated platform only: a repetition whose clients finished fewer than
-  // min_txns_per_client transactions each in the window runs again, its warm-up and window
+  // Simulated platform only: a cell whose clients finished fewer than min_txns_per_client
+  // transactions each in its first repetition's window runs it again, warm-up and window
   // lengthened in proportion to the shortfall (x1.25), the window to at most this many virtual
-  // seconds; 0 = never (the cell is only flagged). harness/RESULTS.md "Windows lengthened".
+  // seconds, and its later repetitions with that window; 0 = never (the cell is only flagged).
+  // harness/RESULTS.md "Windows lengthened".
   double max_window_s = 0;
   // A cell whose first and last progress intervals inside the window differ by more than this
   // (percent of their mean), or whose warm-up ended before the throughput settled within this
