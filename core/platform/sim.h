@@ -20,7 +20,8 @@
 //   time (an `at` callback, a fiber woken or dispatched for then) goes first. Hence every
 //   shared access executes when its fiber's (clock, sequence number) is the global minimum: the
 //   simulated execution is a sequentially consistent interleaving ordered by virtual time. Costs are charged after the
-//   access (the access takes effect at its start time; its cost delays the caller). Code that does
+//   access (the access takes effect at its start time; its cost delays the caller), except a
+//   read miss, which takes effect when its request reaches the line (COST MODEL, "Read misses"). Code that does
 //   no P operation never yields: every loop must contain one (a spin loop needs P::spin_delay or a
 //   load; an endless loop of plain C++ hangs the simulation like it would hang a real CPU).
 //
@@ -33,7 +34,20 @@
 //   or from memory. A write or read-modify-write invalidates every other copy (paying the
 //   latency to the farthest holder), takes ownership and keeps the line busy until it finished:
 //   RMWs (and stores) on one line therefore serialize; a reader that arrives while the line is
-//   busy waits for it too. RMWs pay rmw_extra_ns on top (a locked instruction). A seq_cst store
+//   busy waits for it too. RMWs pay rmw_extra_ns on top (a locked instruction).
+//   Read misses: a load that misses is ordered where its request meets the line, not where it
+//   was issued: the request starts when the line is free (max(issue, busy until)), reaches the
+//   holder half the transfer later, and returns the value the line holds then (a write or RMW
+//   that took the line before that instant is seen, one after it is not); the data comes back
+//   in the other half. The load yields at the arrival instant so that everything ordered before
+//   it runs first. Why it matters: after a spinlock's release every spinner's copy is invalid
+//   and all of them re-read it; a near spinner's TAS lands before the requests of far spinners
+//   arrive, and those find the lock taken again and keep spinning instead of joining the TAS
+//   herd. Ordered at issue, every spinner saw the release, all of them issued a TAS, each TAS
+//   moved the line, and the holder's next release queued behind the herd: a handoff cost
+//   (spinners x transfer), which collapsed info_lck on the 176-core machine past 64 clients
+//   (8 KiB messages: 112k tps at 64 clients, 31k at 196) where PostgreSQL's curve stays flat.
+//   Departure: the request and the data leg are taken as equal halves of the transfer. A seq_cst store
 //   (P::Atomic store(v), x86 xchg) costs like an RMW without the extra.
 //   Store buffer (platform.h STORE ORDER): a plain store (P::Atomic store(v, release/relaxed),
 //   P::Shared set) goes through the storing core's store buffer, as every x86 mov does. It takes

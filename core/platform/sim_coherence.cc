@@ -150,12 +150,21 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
       f.clock = t + cfg_.line_hit_ns;
       return id;
     }
+    // A miss (COST MODEL "Read misses"): ordered when the request reaches the line, half the
+    // transfer after it could start; yield there so that whatever is ordered before it runs
+    // first. The line may have been written meanwhile (lines_ and holders_ may also have grown:
+    // no references across the yield): then the request waits for that write too.
     const uint64_t lat = read_latency(id, c);
     const uint64_t start = std::max(t, l.busy_until);
     counters_.line_wait_ns += start - t;
-    f.clock = start + lat;
-    l.owner = -1;  // the owner keeps a shared copy
-    bits[c / 64] |= mine;
+    f.clock = start + lat / 2;
+    sync(f);
+    Line& now = lines_[id];
+    const uint64_t served = std::max(f.clock, now.busy_until);
+    counters_.line_wait_ns += served - f.clock;
+    f.clock = served + (lat - lat / 2);
+    now.owner = -1;  // the owner keeps a shared copy
+    holders_[size_t{id} * words_ + f.core / 64] |= uint64_t{1} << (f.core % 64);  // preempted: moved
     return id;
   }
   uint64_t lat;

@@ -207,6 +207,48 @@ TEST_CASE("sim: exact cost of line transfers and RMW serialization", "[sim]") {
   }
 }
 
+TEST_CASE("sim: a read miss sees what reached the line before its request did", "[sim]") {
+  // spread: the owner on core 0 (socket 0), the reader on core 2 (socket 1). The reader's load
+  // is issued at cs + 1000 and reaches the line half a cross-socket transfer later; the owner
+  // increments the word 10 ns before or after that instant.
+  const SimConfig cfg = small_machine(4, 2, SimPlacement::kSpread);
+  const uint64_t cs = cfg.context_switch_ns;
+  const uint64_t x = cfg.cross_socket_transfer_ns;
+  const uint64_t issue = cs + 1000;
+  const uint64_t reach = issue + x / 2;
+  for (const bool before : {true, false}) {
+    DYNAMIC_SECTION((before ? "the RMW lands before the request" : "the RMW lands after it")) {
+      auto w = std::make_unique<OwnLine<SP::Atomic<uint64_t>>>();
+      const uint64_t rmw_at = before ? reach - 10 : reach + 10;
+      uint64_t seen = 0, t_load = 0, t_rmw = 0;
+      Simulation sim(cfg, 1);
+      sim.spawn([&] {
+        w->v.store(5, std::memory_order_release);  // buffered: the clock moves by a hit
+        SP::work(rmw_at - SP::now_ns());
+        t_rmw = SP::now_ns();
+        w->v.fetch_add(1);
+      }, "owner");
+      sim.spawn([&] {
+        SP::work(1000);
+        seen = w->v.load();
+        t_load = SP::now_ns();
+      }, "reader");
+      REQUIRE(sim.run().finished());
+      CHECK(t_rmw == rmw_at);
+      if (before) {
+        CHECK(seen == 6);
+        // If the RMW (a hit for its owner, plus the locked extra) still held the line when the
+        // request arrived, the request waited for it.
+        const uint64_t served = std::max(reach, rmw_at + cfg.line_hit_ns + cfg.rmw_extra_ns);
+        CHECK(t_load == served + (x - x / 2));
+      } else {
+        CHECK(seen == 5);
+        CHECK(t_load == issue + x);  // one transfer, as if nothing else happened
+      }
+    }
+  }
+}
+
 TEST_CASE("sim: a plain store goes through the store buffer; a fence drains it", "[sim]") {
   // Compact on 4 cores, 2 sockets: fibers on cores 0 and 1 (socket 0) and 2 (socket 1).
   const SimConfig cfg = small_machine(4, 2, SimPlacement::kCompact);
