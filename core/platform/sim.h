@@ -35,19 +35,30 @@
 //   latency to the farthest holder), takes ownership and keeps the line busy until it finished:
 //   RMWs (and stores) on one line therefore serialize; a reader that arrives while the line is
 //   busy waits for it too. RMWs pay rmw_extra_ns on top (a locked instruction).
-//   Read misses: a load that misses is ordered where its request meets the line, not where it
-//   was issued: the request starts when the line is free (max(issue, busy until)), reaches the
-//   holder half the transfer later, and returns the value the line holds then (a write or RMW
-//   that took the line before that instant is seen, one after it is not); the data comes back
-//   in the other half. The load yields at the arrival instant so that everything ordered before
-//   it runs first. Why it matters: after a spinlock's release every spinner's copy is invalid
-//   and all of them re-read it; a near spinner's TAS lands before the requests of far spinners
-//   arrive, and those find the lock taken again and keep spinning instead of joining the TAS
-//   herd. Ordered at issue, every spinner saw the release, all of them issued a TAS, each TAS
-//   moved the line, and the holder's next release queued behind the herd: a handoff cost
-//   (spinners x transfer), which collapsed info_lck on the 176-core machine past 64 clients
+//   Read misses: a load that misses waits until the line is free (max(issue, busy until)); its
+//   request then reaches the line half the transfer later and is ordered there: it returns the
+//   value the line holds at that instant, with the effect of every write and RMW executed before
+//   it (they execute at issue), and if one of those still holds the line the data waits for it
+//   too; the data comes back in the other half (that half, and the transfer counters, priced
+//   from the holder at issue). The load yields at the arrival instant so that everything ordered
+//   before it runs first; a time slice that expired by then preempts the fiber there, and the
+//   load completes when it runs again, on whatever core (like a load squashed by the interrupt
+//   and executed again). Why it matters: after a spinlock's release every spinner's copy is
+//   invalid and all of them re-read it. Ordered at issue, every one saw the lock free, sent a
+//   TAS that moved the line, and the holder's next release queued behind them all: a handoff
+//   cost (spinners x transfer), which collapsed info_lck on the 176-core machine past 64 clients
 //   (8 KiB messages: 112k tps at 64 clients, 31k at 196) where PostgreSQL's curve stays flat.
-//   Departure: the request and the data leg are taken as equal halves of the transfer. A seq_cst store
+//   Now a TAS executed before their requests arrive (a near spinner's, on a machine with
+//   sockets or clusters; or any RMW issued meanwhile, such as a newcomer's first TAS) makes
+//   them see the lock taken, and fewer join the herd.
+//   Departures: writes and RMWs have no request leg (ordered at issue, as before), so an RMW
+//   issued while a read waits for a busy line or travels to it is ordered first: requests on
+//   one line are not served first come, first served, which favours acquisitions that begin
+//   with an RMW (a TAS, LWLockWaitListLock's fetch_or) over spinners that read first. The
+//   request and data legs are equal halves of the transfer. Concurrent read misses of one line
+//   proceed in parallel (nothing serves them one at a time), and an SMT sibling's miss is not
+//   merged with one already in flight.
+A seq_cst store
 //   (P::Atomic store(v), x86 xchg) costs like an RMW without the extra.
 //   Store buffer (platform.h STORE ORDER): a plain store (P::Atomic store(v, release/relaxed),
 //   P::Shared set) goes through the storing core's store buffer, as every x86 mov does. It takes
@@ -69,7 +80,8 @@
 //   the others. Dispatching a fiber onto a hardware thread costs context_switch_ns. A fiber that
 //   waits on a semaphore, sleeps or waits for storage releases its hardware thread; post() makes
 //   the waiter runnable semaphore_wake_ns later (jittered by the seed). Time slices: a fiber that
-//   ran time_slice_ns while others wait in the run queue is preempted at its next P operation (and
+//   ran time_slice_ns while others wait in the run queue is preempted at its next P operation, or
+//   at a read miss's arrival instant ("Read misses") (and
 //   inside P::work). A spinning (parked) fiber keeps its hardware thread, like a real spinner.
 //   Working set (off while working_set_bytes is 0): a thread's own data (stack, heap, for a
 //   PostgreSQL backend its catalog and plan caches and executor state) is working_set_bytes.
@@ -379,7 +391,8 @@ struct SimCounters {
   uint64_t socket_transfers = 0;
   uint64_t cross_socket_transfers = 0;
   uint64_t memory_fetches = 0;
-  uint64_t line_wait_ns = 0;        // time accesses waited for a busy line (RMW serialization)
+  uint64_t line_wait_ns = 0;        // time accesses waited for a busy line (RMW serialization;
+                                    // a read miss also waits for writes ordered before it)
   uint64_t resumes = 0;             // scheduler -> fiber switches (real fiber switches / 2)
   uint64_t events = 0;              // events popped (incl. stale ones)
   uint64_t dispatches = 0;          // simulated context switches (a fiber put on a CPU)
@@ -645,7 +658,8 @@ class Simulation {
   std::vector<uint32_t> untimed_parked_;  // wait_while_eq parks without a deadline event
   Fiber* cur_ = nullptr;
   uint64_t now_ = 0;          // time of the last event the scheduler handled
-  uint64_t last_start_ = 0;   // when the last access() took effect (spinners see writes from then)
+  uint64_t last_start_ = 0;   // when the last access() started; the write and RMW paths read it
+                              // right after their own access (spinners see the write from then)
   uint64_t end_clock_ = 0;    // latest clock of a finished fiber
   uint64_t next_time_ = kForever;  // earliest pending event (stale ones included), at most
                                    // limit_: a running fiber yields once its clock passes it

@@ -209,9 +209,12 @@ TEST_CASE("sim: exact cost of line transfers and RMW serialization", "[sim]") {
 
 TEST_CASE("sim: a read miss sees what reached the line before its request did", "[sim]") {
   // spread: the owner on core 0 (socket 0), the reader on core 2 (socket 1). The reader's load
-  // is issued at cs + 1000 and reaches the line half a cross-socket transfer later; the owner
-  // increments the word 10 ns before or after that instant.
-  const SimConfig cfg = small_machine(4, 2, SimPlacement::kSpread);
+  // is issued at cs + 1000 and reaches the line half a cross-socket transfer later (an odd
+  // transfer: the request leg is the smaller half); the owner increments the word 3 ns before
+  // that instant (its RMW, a hit plus the locked extra, still holds the line when the request
+  // arrives: the request waits for it) or 10 ns after it (the reader never sees it).
+  SimConfig cfg = small_machine(4, 2, SimPlacement::kSpread);
+  cfg.cross_socket_transfer_ns = 107;
   const uint64_t cs = cfg.context_switch_ns;
   const uint64_t x = cfg.cross_socket_transfer_ns;
   const uint64_t issue = cs + 1000;
@@ -219,31 +222,39 @@ TEST_CASE("sim: a read miss sees what reached the line before its request did", 
   for (const bool before : {true, false}) {
     DYNAMIC_SECTION((before ? "the RMW lands before the request" : "the RMW lands after it")) {
       auto w = std::make_unique<OwnLine<SP::Atomic<uint64_t>>>();
-      const uint64_t rmw_at = before ? reach - 10 : reach + 10;
-      uint64_t seen = 0, t_load = 0, t_rmw = 0;
+      const uint64_t rmw_at = before ? reach - 3 : reach + 10;
+      uint64_t seen = 0, t_load = 0, t_reload = 0, t_rmw = 0, t_rmw_done = 0;
       Simulation sim(cfg, 1);
       sim.spawn([&] {
         w->v.store(5, std::memory_order_release);  // buffered: the clock moves by a hit
         SP::work(rmw_at - SP::now_ns());
         t_rmw = SP::now_ns();
         w->v.fetch_add(1);
+        t_rmw_done = SP::now_ns();
       }, "owner");
       sim.spawn([&] {
         SP::work(1000);
         seen = w->v.load();
         t_load = SP::now_ns();
+        if (!before) return;
+        (void)w->v.load();  // the reader holds a copy now: a hit
+        t_reload = SP::now_ns();
       }, "reader");
-      REQUIRE(sim.run().finished());
+      const SimOutcome out = sim.run();
+      REQUIRE(out.finished());
       CHECK(t_rmw == rmw_at);
       if (before) {
         CHECK(seen == 6);
-        // If the RMW (a hit for its owner, plus the locked extra) still held the line when the
-        // request arrived, the request waited for it.
-        const uint64_t served = std::max(reach, rmw_at + cfg.line_hit_ns + cfg.rmw_extra_ns);
-        CHECK(t_load == served + (x - x / 2));
+        const uint64_t rmw_busy_until = rmw_at + cfg.line_hit_ns + cfg.rmw_extra_ns;
+        REQUIRE(rmw_busy_until > reach);  // the case this section pins: the request waits
+        CHECK(t_load == rmw_busy_until + (x - x / 2));
+        CHECK(out.counters.line_wait_ns == rmw_busy_until - reach);
+        CHECK(t_reload == t_load + cfg.line_hit_ns);
       } else {
         CHECK(seen == 5);
         CHECK(t_load == issue + x);  // one transfer, as if nothing else happened
+        // The reader's copy is a holder the owner's RMW must invalidate: a cross-socket write.
+        CHECK(t_rmw_done == rmw_at + x + cfg.rmw_extra_ns);
       }
     }
   }
