@@ -58,7 +58,7 @@
 //   request and data legs are equal halves of the transfer. Concurrent read misses of one line
 //   proceed in parallel (nothing serves them one at a time), and an SMT sibling's miss is not
 //   merged with one already in flight.
-A seq_cst store
+//   A seq_cst store
 //   (P::Atomic store(v), x86 xchg) costs like an RMW without the extra.
 //   Store buffer (platform.h STORE ORDER): a plain store (P::Atomic store(v, release/relaxed),
 //   P::Shared set) goes through the storing core's store buffer, as every x86 mov does. It takes
