@@ -21,7 +21,8 @@
 //   shared access executes when its fiber's (clock, sequence number) is the global minimum: the
 //   simulated execution is a sequentially consistent interleaving ordered by virtual time. Costs are charged after the
 //   access (the access takes effect at its start time; its cost delays the caller), except a
-//   read miss, which takes effect when its request reaches the line (COST MODEL, "Read misses"). Code that does
+//   miss (a load, store or RMW whose core must fetch the line or its ownership), which takes
+//   effect when its request reaches the line (COST MODEL, "Misses"). Code that does
 //   no P operation never yields: every loop must contain one (a spin loop needs P::spin_delay or a
 //   load; an endless loop of plain C++ hangs the simulation like it would hang a real CPU).
 //
@@ -35,29 +36,34 @@
 //   latency to the farthest holder), takes ownership and keeps the line busy until it finished:
 //   RMWs (and stores) on one line therefore serialize; a reader that arrives while the line is
 //   busy waits for it too. RMWs pay rmw_extra_ns on top (a locked instruction).
-//   Read misses: a load that misses waits until the line is free (max(issue, busy until)); its
-//   request then reaches the line half the transfer later and is ordered there: it returns the
-//   value the line holds at that instant, with the effect of every write and RMW executed before
-//   it (they execute at issue), and if one of those still holds the line the data waits for it
-//   too; the data comes back in the other half (that half, and the transfer counters, priced
-//   from the holder at issue). The load yields at the arrival instant so that everything ordered
+//   Misses: an access that misses (a load without a valid copy; a seq_cst store or RMW by a core
+//   that does not own the line and has no unshared copy to upgrade) waits until the line is
+//   free (max(issue, busy until)); its request then reaches the line half the transfer later
+//   (priced from the holders at issue) and is ordered there: a load returns the value the line
+//   holds at that instant, with the effect of every access ordered before it, and a store or RMW
+//   takes effect then. The access yields at the arrival instant so that everything ordered
 //   before it runs first; a time slice that expired by then preempts the fiber there, and the
-//   load completes when it runs again, on whatever core (like a load squashed by the interrupt
-//   and executed again). Why it matters: after a spinlock's release every spinner's copy is
-//   invalid and all of them re-read it. Ordered at issue, every one saw the lock free, sent a
-//   TAS that moved the line, and the holder's next release queued behind them all: a handoff
-//   cost (spinners x transfer), which collapsed info_lck on the 176-core machine past 64 clients
-//   (8 KiB messages: 112k tps at 64 clients, 31k at 196) where PostgreSQL's curve stays flat.
-//   Now a TAS executed before their requests arrive (a near spinner's, on a machine with
-//   sockets or clusters; or any RMW issued meanwhile, such as a newcomer's first TAS) makes
-//   them see the lock taken, and fewer join the herd.
-//   Departures: writes and RMWs have no request leg (ordered at issue, as before), so an RMW
-//   issued while a read waits for a busy line or travels to it is ordered first: requests on
-//   one line are not served first come, first served, which favours acquisitions that begin
-//   with an RMW (a TAS, LWLockWaitListLock's fetch_or) over spinners that read first. The
-//   request and data legs are equal halves of the transfer. Concurrent read misses of one line
-//   proceed in parallel (nothing serves them one at a time), and an SMT sibling's miss is not
-//   merged with one already in flight.
+//   access completes when it runs again, on whatever core (like one squashed by the interrupt
+//   and executed again). The line then serves it as a home agent that handles one transaction
+//   per line at a time would: if the line is free the data (or the ownership) comes back in the
+//   other half of the transfer; if an access ordered before it still holds the line, the request
+//   is served when the line frees, from the start: a whole transfer. Either is priced, and
+//   counted, from where the line is when it is served (the owner, else the nearest holder,
+//   else memory; the farthest copy to invalidate for a store or RMW). Loads and ownership
+//   requests are ordered alike, first come, first served at the line. Why it matters: after a
+//   spinlock's release every spinner's copy is invalid and all of them re-read it. Ordered at
+//   issue, every one saw the lock free, sent a TAS that moved the line, and the holder's next
+//   release queued behind them all: a handoff cost (spinners x transfer), which collapsed
+//   info_lck on the 176-core machine past 64 clients (8 KiB messages: 112k tps at 64 clients,
+//   31k at 196) where PostgreSQL's curve stays flat (3c037ff, loads only). Until the next
+//   commit stores and RMWs were still ordered at issue, so an RMW issued while a load waited or
+//   travelled was served first: a head start for acquisitions that begin with an RMW (a TAS,
+//   LWLockWaitListLock's fetch_or) over spinners that read first, which the one-socket tables
+//   showed (fsync-off waitlist, 16 B, 256 clients: 27.4M wait-list-lock spins then 5.2M).
+//   Departures: the request and data legs are equal halves of the transfer; the request leg
+//   is priced at issue. Concurrent load misses of one line proceed in parallel (nothing serves
+//   them one at a time), and an SMT sibling's miss is not merged with one already in flight.
+//   A plain (buffered) store is ordered at issue: its core goes on, and nothing waits for it.
 //   A seq_cst store
 //   (P::Atomic store(v), x86 xchg) costs like an RMW without the extra.
 //   Store buffer (platform.h STORE ORDER): a plain store (P::Atomic store(v, release/relaxed),
@@ -81,7 +87,7 @@
 //   waits on a semaphore, sleeps or waits for storage releases its hardware thread; post() makes
 //   the waiter runnable semaphore_wake_ns later (jittered by the seed). Time slices: a fiber that
 //   ran time_slice_ns while others wait in the run queue is preempted at its next P operation, or
-//   at a read miss's arrival instant ("Read misses") (and
+//   at a miss's arrival instant ("Misses") (and
 //   inside P::work). A spinning (parked) fiber keeps its hardware thread, like a real spinner.
 //   Working set (off while working_set_bytes is 0): a thread's own data (stack, heap, for a
 //   PostgreSQL backend its catalog and plan caches and executor state) is working_set_bytes.
@@ -391,8 +397,8 @@ struct SimCounters {
   uint64_t socket_transfers = 0;
   uint64_t cross_socket_transfers = 0;
   uint64_t memory_fetches = 0;
-  uint64_t line_wait_ns = 0;        // time accesses waited for a busy line (RMW serialization;
-                                    // a read miss also waits for writes ordered before it)
+  uint64_t line_wait_ns = 0;        // time accesses waited for a busy line (at issue, or at
+                                    // the line for an access ordered before theirs)
   uint64_t resumes = 0;             // scheduler -> fiber switches (real fiber switches / 2)
   uint64_t events = 0;              // events popped (incl. stale ones)
   uint64_t dispatches = 0;          // simulated context switches (a fiber put on a CPU)
@@ -617,13 +623,15 @@ class Simulation {
   void recompute_next_time();
   uint64_t jittered(uint64_t ns);
   uint32_t line_id(const void* p);
-  uint64_t read_latency(uint32_t line, uint32_t core);
-  uint64_t write_latency(uint32_t line, uint32_t core);
+  enum class Distance : uint8_t { kHit, kCluster, kSocket, kCross, kMemory };
+  Distance transfer_distance(uint32_t from, uint32_t to) const;
+  Distance read_distance(uint32_t line, uint32_t core) const;
+  Distance write_distance(uint32_t line, uint32_t core) const;
+  uint64_t ns(Distance d) const;
+  void count(Distance d);
+  uint64_t served_at_line(uint64_t arrival, uint64_t busy_until, Distance from);
+  void take_ownership(uint32_t line, uint32_t core, uint64_t busy_until);
   bool any_holder(uint32_t line, uint32_t lo, uint32_t hi, uint32_t except) const;
-  uint64_t transfer_ns(uint32_t from, uint32_t to);
-  uint64_t cluster_ns();
-  uint64_t socket_ns();
-  uint64_t cross_ns();
   bool sibling_busy(const Fiber& f) const;
   std::string describe(const Fiber& f) const;
   SimOutcome outcome(SimStatus st) const;

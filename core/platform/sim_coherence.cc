@@ -45,52 +45,60 @@ bool Simulation::any_holder(uint32_t line, uint32_t lo, uint32_t hi, uint32_t ex
   return false;
 }
 
-uint64_t Simulation::cluster_ns() {
-  if (cfg_.cores_per_cluster == 0) return socket_ns();  // the socket is the cluster
-  ++counters_.cluster_transfers;
-  return cfg_.same_cluster_transfer_ns;
-}
-uint64_t Simulation::socket_ns() {
-  ++counters_.socket_transfers;
-  return cfg_.same_socket_transfer_ns;
-}
-uint64_t Simulation::cross_ns() {
-  ++counters_.cross_socket_transfers;
-  return cfg_.cross_socket_transfer_ns;
+// Where a miss's data comes from (or which copy a write must invalidate), priced by ns() and
+// counted in SimCounters by count() (only once per access, when it is served).
+Simulation::Distance Simulation::transfer_distance(uint32_t from, uint32_t to) const {
+  if (cluster_lo_[from] == cluster_lo_[to])
+    return cfg_.cores_per_cluster == 0 ? Distance::kSocket : Distance::kCluster;  // socket = cluster
+  if (socket_of_[from] == socket_of_[to]) return Distance::kSocket;
+  return Distance::kCross;
 }
 
-uint64_t Simulation::transfer_ns(uint32_t from, uint32_t to) {
-  if (cluster_lo_[from] == cluster_lo_[to]) return cluster_ns();
-  if (socket_of_[from] == socket_of_[to]) return socket_ns();
-  return cross_ns();
+uint64_t Simulation::ns(Distance d) const {
+  switch (d) {
+    case Distance::kHit: return cfg_.line_hit_ns;
+    case Distance::kCluster: return cfg_.same_cluster_transfer_ns;
+    case Distance::kSocket: return cfg_.same_socket_transfer_ns;
+    case Distance::kCross: return cfg_.cross_socket_transfer_ns;
+    case Distance::kMemory: return cfg_.memory_ns;
+  }
+  return 0;
+}
+
+void Simulation::count(Distance d) {
+  switch (d) {
+    case Distance::kHit: ++counters_.line_hits; return;
+    case Distance::kCluster: ++counters_.cluster_transfers; return;
+    case Distance::kSocket: ++counters_.socket_transfers; return;
+    case Distance::kCross: ++counters_.cross_socket_transfers; return;
+    case Distance::kMemory: ++counters_.memory_fetches; return;
+  }
 }
 
 // A read miss: from the owner, else the nearest holder, else memory.
-uint64_t Simulation::read_latency(uint32_t line, uint32_t c) {
+Simulation::Distance Simulation::read_distance(uint32_t line, uint32_t c) const {
   const Line& l = lines_[line];
-  if (l.owner >= 0) return transfer_ns(static_cast<uint32_t>(l.owner), c);
-  if (any_holder(line, cluster_lo_[c], cluster_hi_[c], c)) return cluster_ns();
-  if (any_holder(line, socket_lo_[c], socket_hi_[c], c)) return socket_ns();
-  if (any_holder(line, 0, cfg_.cores, c)) return cross_ns();
-  ++counters_.memory_fetches;
-  return cfg_.memory_ns;
+  if (l.owner >= 0) return transfer_distance(static_cast<uint32_t>(l.owner), c);
+  if (any_holder(line, cluster_lo_[c], cluster_hi_[c], c))
+    return cfg_.cores_per_cluster == 0 ? Distance::kSocket : Distance::kCluster;
+  if (any_holder(line, socket_lo_[c], socket_hi_[c], c)) return Distance::kSocket;
+  if (any_holder(line, 0, cfg_.cores, c)) return Distance::kCross;
+  return Distance::kMemory;
 }
 
 // A write or RMW by a core that does not own the line: invalidate the farthest copy (or fetch
 // from memory if nobody has it; an unshared copy of our own upgrades at hit cost).
-uint64_t Simulation::write_latency(uint32_t line, uint32_t c) {
+Simulation::Distance Simulation::write_distance(uint32_t line, uint32_t c) const {
+  if (lines_[line].owner == static_cast<int32_t>(c)) return Distance::kHit;
   if (any_holder(line, 0, socket_lo_[c], c) || any_holder(line, socket_hi_[c], cfg_.cores, c))
-    return cross_ns();
+    return Distance::kCross;
   if (any_holder(line, socket_lo_[c], cluster_lo_[c], c) || any_holder(line, cluster_hi_[c], socket_hi_[c], c))
-    return socket_ns();
-  if (any_holder(line, cluster_lo_[c], cluster_hi_[c], c)) return cluster_ns();
+    return Distance::kSocket;
+  if (any_holder(line, cluster_lo_[c], cluster_hi_[c], c))
+    return cfg_.cores_per_cluster == 0 ? Distance::kSocket : Distance::kCluster;
   const uint64_t* b = &holders_[size_t{line} * words_];
-  if (b[c / 64] >> (c % 64) & 1) {
-    ++counters_.line_hits;
-    return cfg_.line_hit_ns;
-  }
-  ++counters_.memory_fetches;
-  return cfg_.memory_ns;
+  if (b[c / 64] >> (c % 64) & 1) return Distance::kHit;
+  return Distance::kMemory;
 }
 
 // =============================================================================================
@@ -150,49 +158,74 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
       f.clock = t + cfg_.line_hit_ns;
       return id;
     }
-    // A miss (COST MODEL "Read misses"): ordered when the request reaches the line, half the
+    // A miss (COST MODEL "Misses"): ordered when the request reaches the line, half the
     // transfer after it could start; yield there so that whatever is ordered before it runs
     // first. The line may have been written meanwhile (lines_ and holders_ may also have grown:
     // no references across the yield): then the request waits for that write too.
-    const uint64_t lat = read_latency(id, c);
     const uint64_t start = std::max(t, l.busy_until);
     counters_.line_wait_ns += start - t;
-    f.clock = start + lat / 2;
+    f.clock = start + ns(read_distance(id, c)) / 2;
     sync(f);
-    Line& now = lines_[id];
-    const uint64_t served = std::max(f.clock, now.busy_until);
-    counters_.line_wait_ns += served - f.clock;
-    f.clock = served + (lat - lat / 2);
-    now.owner = -1;  // the owner keeps a shared copy
-    holders_[size_t{id} * words_ + f.core / 64] |= uint64_t{1} << (f.core % 64);  // preempted: moved
+    // Preempted at the arrival, the fiber may have moved (to a core that holds the line).
+    const bool holds = holders_[size_t{id} * words_ + f.core / 64] >> (f.core % 64) & 1;
+    const Distance from = holds ? Distance::kHit : read_distance(id, f.core);
+    f.clock = served_at_line(f.clock, lines_[id].busy_until, from);
+    lines_[id].owner = -1;  // the owner keeps a shared copy
+    holders_[size_t{id} * words_ + f.core / 64] |= uint64_t{1} << (f.core % 64);
     return id;
   }
-  uint64_t lat;
-  if (l.owner == static_cast<int32_t>(c)) {
-    ++counters_.line_hits;
-    lat = cfg_.line_hit_ns;
-  } else {
-    lat = write_latency(id, c);
-  }
   const uint64_t start = std::max(t, l.busy_until);
-  last_start_ = start;
-  uint64_t done;
+  const Distance at_issue = write_distance(id, c);
+  const uint64_t extra = k == Access::kRmw ? cfg_.rmw_extra_ns : 0;
   if (k == Access::kBufferedWrite) {
     // Into the store buffer: the storer goes on at hit cost; the line is busy for everyone else
     // until the store completes, in program order after the fiber's earlier buffered stores.
-    done = std::max(start + lat, f.sb_until);
+    count(at_issue);
+    last_start_ = start;
+    const uint64_t done = std::max(start + ns(at_issue), f.sb_until);
     f.sb_until = done;
     f.clock = t + cfg_.line_hit_ns;
-  } else {
-    counters_.line_wait_ns += start - t;
-    done = start + lat + (k == Access::kRmw ? cfg_.rmw_extra_ns : 0);
-    f.clock = done;
+    take_ownership(id, c, done);
+    return id;
   }
-  l.busy_until = done;
-  l.owner = static_cast<int32_t>(c);
-  for (uint32_t w = 0; w < words_; ++w) bits[w] = 0;
-  bits[c / 64] = mine;
+  counters_.line_wait_ns += start - t;
+  if (at_issue == Distance::kHit) {  // owned, or an unshared copy upgraded: no request leaves
+    count(at_issue);
+    last_start_ = start;
+    f.clock = start + ns(at_issue) + extra;
+    take_ownership(id, c, f.clock);
+    return id;
+  }
+  // A miss (COST MODEL "Misses"): ordered when its request reaches the line, like a load's:
+  // whatever reached the line first (a load, another RMW) is served first.
+  f.clock = start + ns(at_issue) / 2;
+  sync(f);
+  const Distance from = write_distance(id, f.core);  // preempted at the arrival: may have moved
+  last_start_ = std::max(f.clock, lines_[id].busy_until);
+  f.clock = served_at_line(f.clock, lines_[id].busy_until, from) + extra;
+  take_ownership(id, f.core, f.clock);
   return id;
+}
+
+// A miss's request reached its line at `arrival`: a line that is free sends the data back (the
+// second half of the transfer); one still busy with an earlier access (its request reached the
+// line first) serves this one when it frees, from the start: a whole transfer, as a home agent
+// that handles one transaction per line at a time would (COST MODEL "Misses"). Returns when the
+// data is back.
+uint64_t Simulation::served_at_line(uint64_t arrival, uint64_t busy_until, Distance from) {
+  count(from);
+  if (busy_until <= arrival) return arrival + (ns(from) - ns(from) / 2);
+  counters_.line_wait_ns += busy_until - arrival;
+  return busy_until + ns(from);
+}
+
+void Simulation::take_ownership(uint32_t line, uint32_t core, uint64_t busy_until) {
+  Line& l = lines_[line];
+  l.busy_until = busy_until;
+  l.owner = static_cast<int32_t>(core);
+  uint64_t* bits = &holders_[size_t{line} * words_];
+  for (uint32_t w = 0; w < words_; ++w) bits[w] = 0;
+  bits[core / 64] = uint64_t{1} << (core % 64);
 }
 
 // A value-changing write took effect at `at` (its start; it completes when the line stops being

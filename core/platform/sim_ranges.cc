@@ -28,8 +28,8 @@ struct Simulation::RangeMap {
 
 void Simulation::RangeMapDelete::operator()(RangeMap* m) const { delete m; }
 
-// One line moved between two cores, as read_latency/write_latency would charge it (without
-// counting it in SimCounters).
+// One line moved between two cores, as access() would charge it (without counting it in
+// SimCounters).
 uint64_t Simulation::range_line_ns(uint32_t from, uint32_t to) const {
   if (from == to) return 0;
   if (cluster_lo_[from] == cluster_lo_[to])

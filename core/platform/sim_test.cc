@@ -182,8 +182,10 @@ TEST_CASE("sim: exact cost of line transfers and RMW serialization", "[sim]") {
         REQUIRE(sim.run().finished());
         const uint64_t first_done = cs + cfg.memory_ns + cfg.rmw_extra_ns;
         CHECK(t0 == first_done);
-        CHECK(t1 == first_done + transfer + cfg.rmw_extra_ns);  // waited for the line, then moved it
-        CHECK(sim.counters().line_wait_ns == first_done - cs);
+        // Both requests reach the line at cs + memory / 2; the second waits there for the first
+        // and is then served from the start: the line moves from the first's core.
+        CHECK(t1 == first_done + transfer + cfg.rmw_extra_ns);
+        CHECK(sim.counters().line_wait_ns == first_done - (cs + cfg.memory_ns / 2));
         CHECK(x->v.load() == 2);
       }
       SECTION("objects on one line share it") {
@@ -247,7 +249,7 @@ TEST_CASE("sim: a read miss sees what reached the line before its request did", 
         CHECK(seen == 6);
         const uint64_t rmw_busy_until = rmw_at + cfg.line_hit_ns + cfg.rmw_extra_ns;
         REQUIRE(rmw_busy_until > reach);  // the case this section pins: the request waits
-        CHECK(t_load == rmw_busy_until + (x - x / 2));
+        CHECK(t_load == rmw_busy_until + x);  // served when the line frees: a whole transfer
         CHECK(out.counters.line_wait_ns == rmw_busy_until - reach);
         CHECK(t_reload == t_load + cfg.line_hit_ns);
       } else {
@@ -255,6 +257,63 @@ TEST_CASE("sim: a read miss sees what reached the line before its request did", 
         CHECK(t_load == issue + x);  // one transfer, as if nothing else happened
         // The reader's copy is a holder the owner's RMW must invalidate: a cross-socket write.
         CHECK(t_rmw_done == rmw_at + x + cfg.rmw_extra_ns);
+      }
+    }
+  }
+}
+
+TEST_CASE("sim: an RMW is ordered where its request reaches the line, first come, first served",
+          "[sim]") {
+  // spread on 4 cores, 2 sockets: the owner on core 0 and the incrementer on core 1 (socket 0),
+  // the reader on core 2 (socket 1). The reader's load is issued at cs + 1000 and reaches the
+  // line half a cross-socket transfer later; the incrementer's fetch_add reaches it half a
+  // same-socket transfer after its issue. Issued 30 ns after the load, it arrives 2 ns after it
+  // (the load is served first and does not see it, though the RMW was issued first); issued
+  // 20 ns after, it arrives 8 ns before (the load waits for it and sees it).
+  SimConfig cfg = small_machine(4, 2, SimPlacement::kSpread);
+  cfg.cross_socket_transfer_ns = 107;
+  cfg.same_socket_transfer_ns = 50;
+  const uint64_t cs = cfg.context_switch_ns;
+  const uint64_t x = cfg.cross_socket_transfer_ns;
+  const uint64_t same = cfg.same_socket_transfer_ns;
+  const uint64_t issue = cs + 1000;
+  const uint64_t load_reach = issue + x / 2;
+  for (const bool rmw_first : {false, true}) {
+    DYNAMIC_SECTION((rmw_first ? "the RMW's request arrives first" : "the load's request arrives first")) {
+      auto w = std::make_unique<OwnLine<SP::Atomic<uint64_t>>>();
+      const uint64_t rmw_at = issue + (rmw_first ? 20 : 30);
+      const uint64_t rmw_reach = rmw_at + same / 2;
+      REQUIRE((rmw_reach < load_reach) == rmw_first);
+      uint64_t seen = 0, t_load = 0, t_rmw_done = 0;
+      Simulation sim(cfg, 1);
+      sim.spawn([&] { w->v.store(5); }, "owner");
+      sim.spawn([&] {
+        SP::work(1000);
+        seen = w->v.load();
+        t_load = SP::now_ns();
+      }, "reader");
+      sim.spawn([&] {
+        SP::work(rmw_at - SP::now_ns());
+        w->v.fetch_add(1);
+        t_rmw_done = SP::now_ns();
+      }, "incrementer");
+      const SimOutcome out = sim.run();
+      REQUIRE(out.finished());
+      if (rmw_first) {
+        // Served at once: the owner's copy is the farthest to invalidate (same socket).
+        const uint64_t rmw_done = rmw_reach + (same - same / 2) + cfg.rmw_extra_ns;
+        CHECK(t_rmw_done == rmw_done);
+        CHECK(seen == 6);
+        // The load reached the line while the RMW held it: served when it frees, a whole
+        // transfer from the incrementer's core.
+        CHECK(t_load == rmw_done + x);
+        CHECK(out.counters.line_wait_ns == rmw_done - load_reach);
+      } else {
+        CHECK(seen == 5);
+        CHECK(t_load == issue + x);  // from the owner, as if nothing else happened
+        // Then the reader's copy, on the other socket, is the farthest to invalidate.
+        CHECK(t_rmw_done == rmw_reach + (x - x / 2) + cfg.rmw_extra_ns);
+        CHECK(out.counters.line_wait_ns == 0);
       }
     }
   }
@@ -271,7 +330,10 @@ TEST_CASE("sim: a plain store goes through the store buffer; a fence drains it",
   auto z = std::make_unique<OwnLine<SP::Atomic<uint64_t>>>();
   uint64_t t_store = 0, t_store2 = 0, t_fence = 0, t_read = 0, seen = 0;
   // The line of x is owned by core 0 when core 1 stores to it at cs + 1000: the invalidation
-  // takes a same-socket transfer; core 2 reads it at cs + 1010.
+  // takes a same-socket transfer; core 2 reads it at cs + 1010. A buffered store takes effect at
+  // once and keeps the line busy until it completes: the reader, on the other socket, waits for
+  // it, then fetches the line from the storer.
+  uint64_t read_done = cs + 1000 + same + cross;
   auto run = [&](auto&& storer_body) {
     Simulation sim(cfg, 1);
     sim.spawn([&] { x->v.store(1); }, "owner");  // seq_cst, from memory: done at cs + memory
@@ -305,6 +367,9 @@ TEST_CASE("sim: a plain store goes through the store buffer; a fence drains it",
     });
     CHECK(t_store == cs + 1000 + same);
     CHECK(t_fence == t_store + cfg.fence_ns);
+    // The seq_cst store is ordered when its request reaches the line (cs + 1000 + same / 2),
+    // before the reader's (cs + 1010 + cross / 2), which therefore finds the store done.
+    read_done = cs + 1010 + cross;
   }
   SECTION("buffered stores complete in program order; an RMW drains them") {
     run([&] {
@@ -318,10 +383,8 @@ TEST_CASE("sim: a plain store goes through the store buffer; a fence drains it",
     const uint64_t drained = std::max(cs + 1000 + same, cs + 1001 + cfg.memory_ns);
     CHECK(t_fence == drained + cfg.memory_ns + cfg.rmw_extra_ns);
   }
-  // In every case the line is busy for others until the store completed: the reader on the
-  // other socket waits for it, then fetches it from the storer.
   CHECK(seen == 2);
-  CHECK(t_read == cs + 1000 + same + cross);
+  CHECK(t_read == read_done);
 }
 
 TEST_CASE("sim: S_UNLOCK is a plain store: the releaser does not wait for a spinner's copy",
@@ -370,6 +433,7 @@ TEST_CASE("sim: a cross-socket ping-pong is slower than a same-socket one, exact
       }
     }, "ping");
     sim.spawn([&] {
+      SP::work(1000);  // after ping's first store: no request of the two overlaps
       for (uint64_t i = 0; i < kRounds; ++i) {
         while (flag->v.load() != 2 * i + 1) SP::spin_delay();
         flag->v.store(2 * i + 2);
