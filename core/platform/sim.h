@@ -21,8 +21,8 @@
 //   shared access executes when its fiber's (clock, sequence number) is the global minimum: the
 //   simulated execution is a sequentially consistent interleaving ordered by virtual time. Costs are charged after the
 //   access (the access takes effect at its start time; its cost delays the caller), except a
-//   miss (a load, store or RMW whose core must fetch the line or its ownership), which takes
-//   effect when its request reaches the line (COST MODEL, "Misses"). Code that does
+//   miss (a load, seq_cst store or RMW whose core must fetch the line or its ownership), which
+//   takes effect when its request reaches the line (COST MODEL, "Misses"). Code that does
 //   no P operation never yields: every loop must contain one (a spin loop needs P::spin_delay or a
 //   load; an endless loop of plain C++ hangs the simulation like it would hang a real CPU).
 //
@@ -43,26 +43,33 @@
 //   holds at that instant, with the effect of every access ordered before it, and a store or RMW
 //   takes effect then. The access yields at the arrival instant so that everything ordered
 //   before it runs first; a time slice that expired by then preempts the fiber there, and the
-//   access completes when it runs again, on whatever core (like one squashed by the interrupt
-//   and executed again). The line then serves it as a home agent that handles one transaction
-//   per line at a time would: if the line is free the data (or the ownership) comes back in the
-//   other half of the transfer; if an access ordered before it still holds the line, the request
-//   is served when the line frees, from the start: a whole transfer. Either is priced, and
-//   counted, from where the line is when it is served (the owner, else the nearest holder,
-//   else memory; the farthest copy to invalidate for a store or RMW). Loads and ownership
-//   requests are ordered alike, first come, first served at the line. Why it matters: after a
+//   access is served when it runs again, on whatever core, with no new request leg (the data
+//   half goes to the new core). The line then serves it as a home agent that handles one
+//   ownership transaction per line at a time would: if the line is free the data (or the
+//   ownership) comes back in the other half of the transfer; if a store or RMW ordered before
+//   it still holds the line, the request is served when the line frees, from the start: a
+//   whole transfer. Either is priced, and counted, from where the line is when it is served
+//   (the owner, else the nearest holder, else memory; the farthest copy to invalidate for a
+//   store or RMW). Loads and ownership requests are ordered alike, first come, first served at
+//   the line; a load does not hold the line (below). Why it matters: after a
 //   spinlock's release every spinner's copy is invalid and all of them re-read it. Ordered at
 //   issue, every one saw the lock free, sent a TAS that moved the line, and the holder's next
 //   release queued behind them all: a handoff cost (spinners x transfer), which collapsed
 //   info_lck on the 176-core machine past 64 clients (8 KiB messages: 112k tps at 64 clients,
-//   31k at 196) where PostgreSQL's curve stays flat (3c037ff, loads only). Until the next
-//   commit stores and RMWs were still ordered at issue, so an RMW issued while a load waited or
+//   31k at 196) where PostgreSQL's curve stays flat (3c037ff, loads only). Until e526924
+//   stores and RMWs were still ordered at issue, so an RMW issued while a load waited or
 //   travelled was served first: a head start for acquisitions that begin with an RMW (a TAS,
 //   LWLockWaitListLock's fetch_or) over spinners that read first, which the one-socket tables
 //   showed (fsync-off waitlist, 16 B, 256 clients: 27.4M wait-list-lock spins then 5.2M).
 //   Departures: the request and data legs are equal halves of the transfer; the request leg
-//   is priced at issue. Concurrent load misses of one line proceed in parallel (nothing serves
-//   them one at a time), and an SMT sibling's miss is not merged with one already in flight.
+//   is priced at issue. A load does not hold the line: concurrent load misses of one line
+//   proceed in parallel (nothing serves them one at a time), and a store or RMW that reaches
+//   the line while a load waits there for an earlier writer is served alongside that load (both
+//   at busy until + a whole transfer), not after it. A load whose physical core received the
+//   line while its request travelled (an SMT sibling's miss, served first) completes at hit
+//   cost from its arrival, possibly before the sibling's data is back (the two misses merge,
+//   the later one finishing up to half a transfer early); a sibling's miss already served
+//   before the load was issued makes it a plain hit.
 //   A plain (buffered) store is ordered at issue: its core goes on, and nothing waits for it.
 //   A seq_cst store
 //   (P::Atomic store(v), x86 xchg) costs like an RMW without the extra.
@@ -666,7 +673,8 @@ class Simulation {
   std::vector<uint32_t> untimed_parked_;  // wait_while_eq parks without a deadline event
   Fiber* cur_ = nullptr;
   uint64_t now_ = 0;          // time of the last event the scheduler handled
-  uint64_t last_start_ = 0;   // when the last access() started; the write and RMW paths read it
+  uint64_t last_start_ = 0;   // when the last access() took effect (a miss: when it was served at
+                              // the line); the write and RMW paths pass it to notify_write
                               // right after their own access (spinners see the write from then)
   uint64_t end_clock_ = 0;    // latest clock of a finished fiber
   uint64_t next_time_ = kForever;  // earliest pending event (stale ones included), at most

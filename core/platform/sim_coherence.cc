@@ -228,8 +228,8 @@ void Simulation::take_ownership(uint32_t line, uint32_t core, uint64_t busy_unti
   bits[core / 64] = uint64_t{1} << (core % 64);
 }
 
-// A value-changing write took effect at `at` (its start; it completes when the line stops being
-// busy). Parked spinners resume then: their replay ends at `at` and their next load waits for the
+// A value-changing write took effect at `at` (its start, or for a miss when the line served it;
+// it completes when the line stops being busy). Parked spinners resume then: their replay ends at `at` and their next load waits for the
 // line like an unparked spinner's load would (so parking does not change the timeline).
 void Simulation::notify_write(uint32_t line, uint64_t at) {
   Line& l = lines_[line];

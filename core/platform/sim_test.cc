@@ -186,6 +186,11 @@ TEST_CASE("sim: exact cost of line transfers and RMW serialization", "[sim]") {
         // and is then served from the start: the line moves from the first's core.
         CHECK(t1 == first_done + transfer + cfg.rmw_extra_ns);
         CHECK(sim.counters().line_wait_ns == first_done - (cs + cfg.memory_ns / 2));
+        // Counted once each, where served: the first from memory, the second from the first.
+        CHECK(sim.counters().memory_fetches == 1);
+        CHECK(sim.counters().socket_transfers + sim.counters().cross_socket_transfers == 1);
+        CHECK((placement == SimPlacement::kCompact ? sim.counters().socket_transfers
+                                                   : sim.counters().cross_socket_transfers) == 1);
         CHECK(x->v.load() == 2);
       }
       SECTION("objects on one line share it") {
@@ -308,12 +313,20 @@ TEST_CASE("sim: an RMW is ordered where its request reaches the line, first come
         // transfer from the incrementer's core.
         CHECK(t_load == rmw_done + x);
         CHECK(out.counters.line_wait_ns == rmw_done - load_reach);
+        // The owner's first store (memory), the RMW's invalidation of the owner's copy (same
+        // socket) and the load from the incrementer (other socket): each counted once.
+        CHECK(out.counters.memory_fetches == 1);
+        CHECK(out.counters.socket_transfers == 1);
+        CHECK(out.counters.cross_socket_transfers == 1);
       } else {
         CHECK(seen == 5);
         CHECK(t_load == issue + x);  // from the owner, as if nothing else happened
         // Then the reader's copy, on the other socket, is the farthest to invalidate.
         CHECK(t_rmw_done == rmw_reach + (x - x / 2) + cfg.rmw_extra_ns);
         CHECK(out.counters.line_wait_ns == 0);
+        CHECK(out.counters.memory_fetches == 1);
+        CHECK(out.counters.socket_transfers == 0);
+        CHECK(out.counters.cross_socket_transfers == 2);  // the load, then the invalidation
       }
     }
   }
