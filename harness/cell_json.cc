@@ -54,7 +54,8 @@ json to_json(const ClogSpec& c) {
           {"clog_buffers", c.clog_buffers},
           {"page_size", c.page_size},
           {"hint_bit_miss", c.hint_bit_miss},
-          {"procarray", c.procarray}};
+          {"procarray", c.procarray},
+          {"snapshot", c.snapshot}};
 }
 
 json to_json(const WorkloadSpec& w) {

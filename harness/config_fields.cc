@@ -184,6 +184,10 @@ const std::vector<FieldDef>& field_defs() {
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.clog.procarray = want_string(v, w, {"off", "exclusive", "group_clear"});
        }},
+      {"clog", "snapshot",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.clog.snapshot = want_string(v, w, {"pgxact", "dense"});
+       }},
       {"run", "duration_s",
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.run.duration_s = want_number(v, w, 0, true, 1e6);

@@ -38,8 +38,9 @@ const char* const kModelOnlyFields[] = {
     "platform.atomics",     "platform.spinlocks",       "wal.storage",
     "wal.path",             "wal.memory_mb",            "wal.buffer_init",
     "clog.strategy",        "clog.clog_buffers",        "clog.page_size",
-    "clog.hint_bit_miss",   "clog.procarray",           "workload.client_overhead_us",
-    "workload.client_overhead_jitter", "workload.payload_ns_per_byte",
+    "clog.hint_bit_miss",   "clog.procarray",           "clog.snapshot",
+    "workload.client_overhead_us", "workload.client_overhead_jitter",
+    "workload.payload_ns_per_byte",
 };
 
 // Model fields that become server settings of a throwaway cluster (postgres_config.h).

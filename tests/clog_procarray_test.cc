@@ -79,8 +79,10 @@ TEST_CASE("clog lookups and commit-time updates exclude each other on the contro
 
 TEST_CASE("procarray group clear: members wait behind one leader; every xid cleared once", "[clog][procarray]") {
   constexpr uint32_t kClients = 5;
+  const SnapshotForm form = GENERATE(SnapshotForm::kPgxact, SnapshotForm::kDense);
+  INFO("snapshot form " << (form == SnapshotForm::kDense ? "dense" : "pgxact"));
   ProcTable<P> procs(kClients + 1, 3);
-  ProcArray<P> pa(procs, kClients, ProcArrayMode::kGroupClear);
+  ProcArray<P> pa(procs, kClients, ProcArrayMode::kGroupClear, form);
   XidGen<P> gen(procs);
   Proc<P>& holder = procs[kClients];
   std::vector<std::pair<uint32_t, uint32_t>> trace;
@@ -129,8 +131,10 @@ TEST_CASE("procarray group clear: members wait behind one leader; every xid clea
 
 TEST_CASE("procarray group clear under load: every xid cleared exactly once", "[clog][procarray]") {
   constexpr uint32_t kClients = 6, kTxns = 3000;
+  const SnapshotForm form = GENERATE(SnapshotForm::kPgxact, SnapshotForm::kDense);
+  INFO("snapshot form " << (form == SnapshotForm::kDense ? "dense" : "pgxact"));
   ProcTable<P> procs(kClients, 11);
-  ProcArray<P> pa(procs, kClients, ProcArrayMode::kGroupClear);
+  ProcArray<P> pa(procs, kClients, ProcArrayMode::kGroupClear, form);
   XidGen<P> gen(procs);
   std::vector<std::pair<uint32_t, uint32_t>> trace;
   pa.trace = &trace;
@@ -157,10 +161,83 @@ TEST_CASE("procarray group clear under load: every xid cleared exactly once", "[
   CHECK(pa.latest_completed().value == gen.next().value - 1);
 }
 
+TEST_CASE("dense snapshots: reused while no transaction ended, and then exact (A5)", "[clog][procarray]") {
+  // Clients 0-3 run transactions; 4 and 5 take snapshots and never get an xid. Client 4 takes
+  // one after every step (reused whenever xactCompletionCount stood still); client 5's first
+  // snapshot of each step is a fresh scan, so comparing the two checks every reuse.
+  constexpr uint32_t kClients = 6;
+  ProcTable<P> procs(kClients, 5);
+  ProcArray<P> pa(procs, kClients, ProcArrayMode::kExclusive, SnapshotForm::kDense);
+  XidGen<P> gen(procs);
+  Proc<P>& watcher = procs[4];
+  // Client 5's snapshots: taken only after transactions ended since its last, so never reused.
+  auto fresh = [&] {
+    const uint64_t reused = pa.totals().reused;
+    const SnapshotInfo f = pa.get_snapshot(procs[5]);
+    CHECK(pa.totals().reused == reused);
+    return f;
+  };
+  auto client = [&](uint32_t c) -> Proc<P>& { return procs[static_cast<int32_t>(c)]; };
+  std::vector<Xid> xids;
+  for (uint32_t c = 0; c < 4; ++c) xids.push_back(gen.assign(client(c), nullptr, false, &pa.xid_slot(client(c))));
+  SnapshotInfo s = pa.get_snapshot(watcher);  // nothing ended: xmax is the first xid
+  CHECK(s.xmax == kFirstNormalXid);
+  CHECK(s.running == 0);
+  CHECK(pa.totals().reused == 0);
+  CHECK(pa.get_snapshot(watcher) == s);  // no transaction ended: reused
+  CHECK(pa.totals().reused == 1);
+
+  pa.end_transaction(client(1), xids[1]);  // completion count moves: a fresh scan
+  s = pa.get_snapshot(watcher);
+  CHECK(pa.totals().reused == 1);
+  CHECK(s.xmax.value == xids[1].value + 1);
+  CHECK(s.running == 1);  // xids[0] is below xmax and still running; 2 and 3 are not below it
+  CHECK(fresh() == s);
+
+  // A new xid does not move the count: the snapshot is reused, and still exact (the new xid is
+  // above its xmax).
+  const Xid late = gen.assign(client(1), nullptr, false, &pa.xid_slot(client(1)));
+  const uint64_t reused_before = pa.totals().reused;
+  CHECK(pa.get_snapshot(watcher) == s);
+  CHECK(pa.totals().reused == reused_before + 1);
+  CHECK(late.value >= s.xmax.value);
+
+  for (uint32_t c : {0u, 2u, 3u}) pa.end_transaction(client(c), xids[c]);
+  s = pa.get_snapshot(watcher);
+  CHECK(s.xmax.value == xids[3].value + 1);
+  CHECK(s.running == 0);  // only `late` runs, above xmax
+  CHECK(fresh() == s);
+  pa.end_transaction(client(1), late);
+  s = pa.get_snapshot(watcher);
+  CHECK(s.xmax.value == late.value + 1);
+  CHECK(s.running == 0);
+  for (uint32_t c = 0; c < kClients; ++c) CHECK(pa.advertised_xid(c) == 0);
+  CHECK(pa.stats()["snapshot"] == "dense");
+}
+
+TEST_CASE("dense snapshots: subtransactions advertise their cache state; a clear zeroes it", "[clog][procarray]") {
+  constexpr uint32_t kClients = 2;
+  ProcTable<P> procs(kClients, 7);
+  ProcArray<P> pa(procs, kClients, ProcArrayMode::kExclusive, SnapshotForm::kDense);
+  XidGen<P> gen(procs);
+  Proc<P>& me = procs[0];
+  REQUIRE(pa.subxid_status_slot(me) != nullptr);
+  gen.assign(me, nullptr, false, &pa.xid_slot(me));
+  Xid last;
+  for (uint32_t i = 0; i < kMaxCachedSubxids + 2; ++i)
+    last = gen.assign(me, nullptr, true, nullptr, pa.subxid_status_slot(me));
+  CHECK(pa.subxid_status_slot(me)->load() == (kMaxCachedSubxids | 1u << 8));  // overflowed
+  pa.end_transaction(me, last);
+  CHECK(pa.subxid_status_slot(me)->load() == 0);
+  CHECK(pa.advertised_xid(0) == 0);
+  ProcArray<P> old(procs, kClients, ProcArrayMode::kExclusive, SnapshotForm::kPgxact);
+  CHECK(old.subxid_status_slot(me) == nullptr);
+}
+
 TEST_CASE("transaction workloads with the ProcArray modelled pass every verifier", "[conformance][procarray]") {
   const Variant v{"insert_locks", nlohmann::json::object()};
   for (const char* platform : {"threads", "sim"})
-    for (const char* mode : {"exclusive", "group_clear"})
+    for (const char* mode : {"exclusive", "group_clear", "group_clear dense"})
       for (const char* clog : {"clog_exclusive", "clog_group_update"})
         for (const char* workload : {"simple_update", "tpcb_like", "savepoints"}) {
           CellSpec spec = stress_spec(v);
@@ -168,7 +245,9 @@ TEST_CASE("transaction workloads with the ProcArray modelled pass every verifier
           spec.workload.transactional = true;
           spec.clog.strategy = clog;
           spec.clog.params = nlohmann::json::object();
-          spec.clog.procarray = mode;
+          const std::string m = mode;
+          spec.clog.procarray = m.substr(0, m.find(' '));
+          spec.clog.snapshot = m.find(" dense") != std::string::npos ? "dense" : "pgxact";
           spec.clog.hint_bit_miss = 1.0;
           spec.clog.clog_buffers = 4;
           spec.clog.page_size = 16;
@@ -186,6 +265,7 @@ TEST_CASE("transaction workloads with the ProcArray modelled pass every verifier
           REQUIRE(o.model.contains("procarray"));
           CHECK(o.model["procarray"]["cleared"].get<uint64_t>() == o.verify.clog_top_level);
           CHECK(o.model["procarray"]["snapshots"].get<uint64_t>() > 0);
+          CHECK(o.model["procarray"]["snapshot"] == spec.clog.snapshot);
         }
 }
 

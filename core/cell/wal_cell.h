@@ -234,7 +234,8 @@ class WalCell final : public CellRun {
     if (spec.workload.transactional && !private_) {
       clog_ = std::make_unique<C>(spec.clog, procs_);
       if (pa_mode != ProcArrayMode::kOff)
-        proc_array_ = std::make_unique<ProcArray<P>>(procs_, clients_, pa_mode);
+        proc_array_ = std::make_unique<ProcArray<P>>(procs_, clients_, pa_mode,
+                                                     parse_snapshot_form(spec.clog.snapshot));
     }
     if (spec.workload.transactional && private_) {
       // ideal: each client assigns xids from its own counter into its own CLOG (the same work,
@@ -863,7 +864,9 @@ class WalCell final : public CellRun {
   // AssignTransactionId for a subtransaction: the parent gets its xid first.
   Xid assign_sub(Txn& t) {
     if (t.xid == kInvalidXid) assign_top(t);
-    const Xid x = xid_gen_of(t.me).assign(t.me, &clog_of(t.me).clog(), /*subtransaction=*/true);
+    const Xid x = xid_gen_of(t.me).assign(t.me, &clog_of(t.me).clog(), /*subtransaction=*/true,
+                                          nullptr,
+                                          proc_array_ ? proc_array_->subxid_status_slot(t.me) : nullptr);
     ++t.pc.xids;
     t.subxids[t.nsub++] = x;
     return x;

@@ -477,10 +477,13 @@ class XidGen {
   explicit XidGen(ProcTable<P>& procs) : lock_(&procs, WaitEvent::kXidGen) {}
 
   // clog may be nullptr (no CLOG modelled: nothing to extend). pgxact_xid: where a ProcArray
-  // (core/clog/proc_array.h) advertises a top-level xid to snapshots (MyPgXact->xid), or
-  // nullptr; stored under XidGenLock as GetNewTransactionId does.
+  // (core/clog/proc_array.h) advertises a top-level xid to snapshots (MyPgXact->xid, or PG 14+'s
+  // ProcGlobal->xids[pgxactoff]), or nullptr; subxid_status: PG 14+'s
+  // ProcGlobal->subxidStates[pgxactoff] (count | overflowed << 8), or nullptr. Both stored under
+  // XidGenLock as GetNewTransactionId does.
   Xid assign(Proc<P>& me, Clog<P>* clog, bool subtransaction,
-             typename P::template Atomic<uint32_t>* pgxact_xid = nullptr) {
+             typename P::template Atomic<uint32_t>* pgxact_xid = nullptr,
+             typename P::template Atomic<uint16_t>* subxid_status = nullptr) {
     lock_.acquire(me, kLwExclusive);
     const Xid xid{next_xid_.get()};
     WALBENCH_CLOG_CHECK(xid.value >= kFirstNormalXid.value, "C6", "the xid counter wrapped");
@@ -495,8 +498,10 @@ class XidGen {
       if (n < kMaxCachedSubxids) {
         me.subxids[n].set(xid.value);
         me.nsubxids.set(n + 1);
+        if (subxid_status != nullptr) subxid_status->store(static_cast<uint16_t>(n + 1));
       } else {
         me.subxids_overflowed.set(1);
+        if (subxid_status != nullptr) subxid_status->store(static_cast<uint16_t>(n | 1u << 8));
       }
     }
     lock_.release(me);

@@ -1,7 +1,9 @@
 // The ProcArray: which transactions are running, as snapshots see it. Committers clear their xid
 // under ProcArrayLock exclusive (ProcArrayEndTransaction), or, when that lock is busy, join a
 // group whose leader takes the lock once and clears every member (ProcArrayGroupClearXid);
-// statements take snapshots under ProcArrayLock shared (GetSnapshotData).
+// statements take snapshots under ProcArrayLock shared (GetSnapshotData), in one of two forms:
+// PG 9.6-13's scan of the 12-byte PGXACT array, or PG 14+'s scan of the dense xids array with
+// snapshot reuse (clog.snapshot "pgxact" | "dense").
 //
 // ORIGIN
 //   PostgreSQL storage/ipc/procarray.c, 9.6-13: ProcArrayEndTransaction,
@@ -10,7 +12,15 @@
 //   Robert Haas 2015-08-06, PG 9.6; the list is detached
 //   with an exchange since 2f39106a20, 2018; wait event ProcArrayGroupUpdate since PG 10) and
 //   GetSnapshotData (the pre-14 version that scans every PGXACT under ProcArrayLock shared).
-//   PROTOCOLS.md section 6. The CLOG group update of PG 11 (strategies/clog_group_update) copied
+//   PG 14's snapshot scalability work (Andres Freund, 2020): 941697c3c1 "snapshot scalability:
+//   Introduce dense array of in-progress xids" (ProcGlobal->xids, indexed by pgxactoff, written
+//   by GetNewTransactionId under XidGenLock and cleared by ProcArrayEndTransactionInternal),
+//   5788e258bb "snapshot scalability: Move PGXACT->vacuumFlags to ProcGlobal->statusFlags",
+//   73487a60fc "snapshot scalability: Move subxact info to ProcGlobal, remove PGXACT" (the
+//   dense subxidStates) and 623a9ba79b "snapshot scalability: cache snapshots using a xact
+//   completion counter" (ShmemVariableCache->xactCompletionCount, bumped by every xid-bearing
+//   ProcArrayEndTransactionInternal; GetSnapshotDataReuse returns the last snapshot when it did
+//   not move). PROTOCOLS.md section 6. The CLOG group update of PG 11 (strategies/clog_group_update) copied
 //   this pattern. Our code, not theirs.
 //
 // DESIGN SUMMARY
@@ -22,23 +32,43 @@
 //   the lock and wakes the members (member = false, then a semaphore post). Members sleep on
 //   their semaphore (wait event IPC:ProcArrayGroupUpdate) until they see member == false. With
 //   `exclusive` (PG <= 9.5) every committer takes the lock blocking.
-//   get_snapshot(me): lock shared; xmax = latestCompletedXid + 1; read every other client's
-//   xid from the dense PGXACT array (9.6-13 split PGXACT out of PGPROC so that a snapshot scan
-//   touches few lines: PGXACT is 12 bytes, 5 to a 64-byte line; pgxact_ lays out the same 12
-//   bytes, so the sim prices the scan - and the false sharing of neighbours' xid stores - as
-//   PostgreSQL's layout would); unlock.
+//   get_snapshot(me), form "pgxact" (9.6-13): lock shared; xmax = latestCompletedXid + 1; read
+//   every other client's xid from the PGXACT array (9.6-13 split PGXACT out of PGPROC so that a
+//   snapshot scan touches few lines: PGXACT is 12 bytes, 5 to a 64-byte line; pgxact_ lays out
+//   the same 12 bytes, so the sim prices the scan - and the false sharing of neighbours' xid
+//   stores - as PostgreSQL's layout would); unlock.
+//   get_snapshot(me), form "dense" (14+): lock shared; if xactCompletionCount equals the one
+//   this client's last snapshot saw, reuse that snapshot (GetSnapshotDataReuse) and unlock;
+//   else read latestCompletedXid and xactCompletionCount (one line, as in VariableCacheData),
+//   scan the dense xids array (4 bytes, 16 to a line) and, for each xid that is running, read
+//   its statusFlags byte and subxidStates entry (dense arrays of their own, as PostgreSQL's);
+//   remember the count; unlock. Clearing an xid stores 0 in xids[c], zeroes subxidStates[c] if
+//   it was set, and bumps xactCompletionCount, all under the exclusive lock.
 //   Simplifications: no xmin horizon, no subxid arrays in the snapshot (only the count of
-//   running xids is returned), no KnownAssignedXids, and only transactions with an xid end here
-//   (PostgreSQL's read-only path clears xmin without the lock).
+//   running xids is returned; "dense" reads each running xid's subxidStates entry but does not
+//   copy the subxids it counts), no KnownAssignedXids, and only transactions with an xid end
+//   here (PostgreSQL's read-only path clears xmin without the lock, and in 14+ does not bump
+//   xactCompletionCount). pgxactoff is the client index (PostgreSQL keeps the dense arrays in
+//   procarray order, the connected backends packed; walbench's clients connect once, in order).
 //
 // SHARED STATE AND WHAT PROTECTS IT
 //   lock_                         ProcArrayLock.
 //   latest_completed_             ShmemVariableCache->latestCompletedXid: ProcArrayLock
 //                                 (written exclusive, read shared).
-//   pgxact_[c].xid (PGXACT xid)   set by its owner under XidGenLock (XidGen::assign, through
-//                                 xid_slot()), an atomic because snapshots read it under the
-//                                 shared lock meanwhile; cleared with Proc::xid under the
-//                                 exclusive lock (by the owner, or by its group leader).
+//   xact_completion_count_        ShmemVariableCache->xactCompletionCount ("dense"): ProcArrayLock
+//                                 (bumped exclusive, read shared); beside latest_completed_.
+//   pgxact_[c].xid (PGXACT xid)   "pgxact": set by its owner under XidGenLock (XidGen::assign,
+//   or xids_[c] (ProcGlobal->xids) through xid_slot()), an atomic because snapshots read it
+//                                 under the shared lock meanwhile; cleared with Proc::xid under
+//                                 the exclusive lock (by the owner, or by its group leader).
+//   subxid_states_[c]             "dense" (ProcGlobal->subxidStates: count | overflowed << 8):
+//                                 set by its owner under XidGenLock (XidGen::assign, through
+//                                 subxid_status_slot()), an atomic for the same reason; zeroed
+//                                 with the xid.
+//   status_flags_[c]              "dense" (ProcGlobal->statusFlags): always 0 here (no vacuum, no
+//                                 logical decoding); read by the scan for each running xid.
+//   last_[c]                      client-local (the backend's static snapshot and the completion
+//                                 count it saw), on its own line.
 //   Proc::nsubxids, subxids_overflowed   cleared with xid under the exclusive lock.
 //   group_first_                  procArrayGroupFirst: P::Atomic, pushed by CAS, detached by
 //                                 the leader's exchange while it holds the exclusive lock.
@@ -57,6 +87,11 @@
 //       re-posting the posts it absorbed meanwhile (LWLock wake-ups share the semaphore); the
 //       leader posts each member exactly once, after member = false.
 //   A4  latestCompletedXid never goes backwards.
+//   A5  ("dense") a reused snapshot is exact: xactCompletionCount moves with every clear, and
+//       every clear happens under the exclusive lock, so an unchanged count under the shared
+//       lock means no xid ended since the snapshot was taken; an xid assigned since then is
+//       >= its xmax and would not be listed anyway (tests/clog_procarray_test.cc compares a reused
+//       snapshot with a fresh scan).
 //
 // LOCK ORDER
 //   ProcArrayLock is taken with no other lock held (after the CLOG update at commit, at the
@@ -76,6 +111,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/aligned_array.h"
 #include "core/counter.h"
 #include "core/locks/lwlock.h"
 #include "core/proc.h"
@@ -106,14 +142,28 @@ inline ProcArrayMode parse_procarray_mode(const std::string& s) {
   throw std::invalid_argument("unknown clog.procarray \"" + s + "\" (off, exclusive, group_clear)");
 }
 
+// How GetSnapshotData finds the running xids (config key clog.snapshot).
+enum class SnapshotForm {
+  kPgxact,  // PG 9.6-13: scan the 12-byte PGXACT array
+  kDense,   // PG 14+: scan the dense xids array; reuse while xactCompletionCount stands still
+};
+// NB: the names must match harness/config_fields.cc (clog.snapshot).
+inline SnapshotForm parse_snapshot_form(const std::string& s) {
+  if (s == "pgxact") return SnapshotForm::kPgxact;
+  if (s == "dense") return SnapshotForm::kDense;
+  throw std::invalid_argument("unknown clog.snapshot \"" + s + "\" (pgxact, dense)");
+}
+
 // What one GetSnapshotData saw.
 struct SnapshotInfo {
   Xid xmax = kInvalidXid;  // latestCompletedXid + 1
   uint32_t running = 0;    // other clients' xids found running (below xmax)
+  bool operator==(const SnapshotInfo&) const = default;
 };
 
 struct ProcArrayCounters {
   Counter snapshots;      // GetSnapshotData calls
+  Counter reused;         // of which GetSnapshotDataReuse returned the last one ("dense")
   Counter cleared;        // xids cleared (A1)
   Counter alone;          // conditional acquire succeeded (or mode exclusive)
   Counter leaders;        // group leaders
@@ -125,29 +175,57 @@ struct ProcArrayCounters {
 template <class P>
 class ProcArray {
  public:
-  ProcArray(ProcTable<P>& procs, uint32_t clients, ProcArrayMode mode)
-      : procs_(procs), clients_(clients), mode_(mode), lock_(&procs, WaitEvent::kProcArrayLock) {}
+  ProcArray(ProcTable<P>& procs, uint32_t clients, ProcArrayMode mode,
+            SnapshotForm form = SnapshotForm::kPgxact)
+      : procs_(procs), clients_(clients), mode_(mode), form_(form),
+        lock_(&procs, WaitEvent::kProcArrayLock) {}
   ProcArray(const ProcArray&) = delete;
   ProcArray& operator=(const ProcArray&) = delete;
 
   ProcArrayMode mode() const { return mode_; }
+  SnapshotForm form() const { return form_; }
   LWLock<P>& lock() { return lock_; }
 
-  // MyPgXact->xid, for XidGen::assign to store a new top-level xid in under XidGenLock.
-  typename P::template Atomic<uint32_t>& xid_slot(const Proc<P>& me) { return pgxact_[me.id.value].xid; }
-  uint32_t advertised_xid(uint32_t client) const { return pgxact_[client].xid.load(); }
+  // Where XidGen::assign stores a new top-level xid under XidGenLock: MyPgXact->xid ("pgxact")
+  // or ProcGlobal->xids[pgxactoff] ("dense").
+  typename P::template Atomic<uint32_t>& xid_slot(const Proc<P>& me) {
+    return form_ == SnapshotForm::kDense ? xids_[me.id.value] : pgxact_[me.id.value].xid;
+  }
+  // ProcGlobal->subxidStates[pgxactoff] ("dense"; nullptr for "pgxact", whose PGXACT nxids and
+  // overflowed bytes are not kept up to date: its snapshots never read them).
+  typename P::template Atomic<uint16_t>* subxid_status_slot(const Proc<P>& me) {
+    return form_ == SnapshotForm::kDense ? &subxid_states_[me.id.value] : nullptr;
+  }
+  uint32_t advertised_xid(uint32_t client) const {
+    return form_ == SnapshotForm::kDense ? xids_[client].load() : pgxact_[client].xid.load();
+  }
 
-  // GetSnapshotData (pre-14): the running xids of every other client, under the shared lock.
+  // GetSnapshotData: the running xids of every other client, under the shared lock.
   SnapshotInfo get_snapshot(Proc<P>& me) {
     lock_.acquire(me, kLwShared);
+    PerClientCounters& pc = counters_[me.id.value];
+    ++pc.snapshots;
     SnapshotInfo s;
-    s.xmax = Xid{latest_completed_.get() + 1};
-    for (uint32_t c = 0; c < clients_; ++c) {
-      if (c == me.id.value) continue;
-      const uint32_t x = pgxact_[c].xid.load();
-      if (x != 0 && x < s.xmax.value) ++s.running;
+    if (form_ == SnapshotForm::kPgxact) {
+      s.xmax = Xid{latest_completed_.get() + 1};
+      for (uint32_t c = 0; c < clients_; ++c) {
+        if (c == me.id.value) continue;
+        const uint32_t x = pgxact_[c].xid.load();
+        if (x != 0 && x < s.xmax.value) ++s.running;
+      }
+      lock_.release(me);
+      return s;
     }
-    ++counters_[me.id.value].snapshots;
+    LastSnapshot& last = last_[me.id.value];
+    const uint64_t completions = xact_completion_count_.get();
+    if (last.completions != 0 && completions == last.completions) {  // GetSnapshotDataReuse
+      ++pc.reused;
+      lock_.release(me);
+      return last.info;
+    }
+    s.xmax = Xid{latest_completed_.get() + 1};
+    s.running = scan_dense(me, s.xmax);
+    last = {completions, s};
     lock_.release(me);
     return s;
   }
@@ -155,7 +233,7 @@ class ProcArray {
   // ProcArrayEndTransaction for a transaction with an xid (latest_xid: the largest xid of its
   // tree, what latestCompletedXid advances to).
   void end_transaction(Proc<P>& me, Xid latest_xid) {
-    WALBENCH_PROCARRAY_CHECK(pgxact_[me.id.value].xid.load() != 0, "A1",
+    WALBENCH_PROCARRAY_CHECK(xid_slot(me).load() != 0, "A1",
                              "ending a transaction without an advertised xid");
     if (mode_ == ProcArrayMode::kExclusive) {
       lock_.acquire(me, kLwExclusive);
@@ -179,6 +257,7 @@ class ProcArray {
     ProcArrayCounters t;
     for (const auto& c : counters_) {
       t.snapshots += c.snapshots;
+      t.reused += c.reused;
       t.cleared += c.cleared;
       t.alone += c.alone;
       t.leaders += c.leaders;
@@ -192,7 +271,9 @@ class ProcArray {
   nlohmann::json stats() const {
     const ProcArrayCounters t = totals();
     return {{"mode", mode_ == ProcArrayMode::kGroupClear ? "group_clear" : "exclusive"},
+            {"snapshot", form_ == SnapshotForm::kDense ? "dense" : "pgxact"},
             {"snapshots", t.snapshots.get()},
+            {"snapshots_reused", t.reused.get()},
             {"cleared", t.cleared.get()},
             {"alone", t.alone.get()},
             {"leaders", t.leaders.get()},
@@ -209,16 +290,22 @@ class ProcArray {
   void clear_locked(Proc<P>& me, Proc<P>& m, Xid latest_xid) {
     WALBENCH_LOCK_DCHECK(lock_.held_by_me_in_mode(me, kLwExclusive), "A1",
                          "clearing an xid without ProcArrayLock exclusive");
-    PgXact& px = pgxact_[m.id.value];
-    const uint32_t x = px.xid.load();
+    const uint32_t off = m.id.value;
+    const uint32_t x = xid_slot(m).load();
     WALBENCH_PROCARRAY_CHECK(x != 0, "A1", "xid cleared twice");
-    if (trace != nullptr) trace->emplace_back(x, m.id.value);
-    px.xid.store(0);
-    px.xmin.set(0);
+    if (trace != nullptr) trace->emplace_back(x, off);
+    if (form_ == SnapshotForm::kPgxact) {
+      pgxact_[off].xid.store(0);
+      pgxact_[off].xmin.set(0);
+    } else {
+      xids_[off].store(0);
+      if (m.nsubxids.get() != 0 || m.subxids_overflowed.get() != 0) subxid_states_[off].store(0);
+    }
     m.xid.store(0);
     m.nsubxids.set(0);
     m.subxids_overflowed.set(0);
     if (latest_completed_.get() < latest_xid.value) latest_completed_.set(latest_xid.value);  // A4
+    if (form_ == SnapshotForm::kDense) xact_completion_count_.set(xact_completion_count_.get() + 1);  // A5
     ++counters_[me.id.value].cleared;
   }
 
@@ -278,6 +365,19 @@ class ProcArray {
     }
   }
 
+  // The dense scan ("dense"): the running xids below xmax among the other clients' entries.
+  uint32_t scan_dense(Proc<P>& me, Xid xmax) {
+    uint32_t running = 0;
+    for (uint32_t c = 0; c < clients_; ++c) {
+      const uint32_t x = xids_[c].load();
+      if (x == 0 || c == me.id.value || x >= xmax.value) continue;
+      (void)status_flags_[c].get();   // PROC_IN_VACUUM | PROC_IN_LOGICAL_DECODING: never set here
+      (void)subxid_states_[c].load();  // the subxids it counts are not copied (DESIGN SUMMARY)
+      ++running;
+    }
+    return running;
+  }
+
   // Per client, on its own line; written by the client (a leader counts its members on its own).
   using PerClientCounters = ProcArrayCounters;
   struct alignas(64) Padded : ProcArrayCounters {};
@@ -309,14 +409,30 @@ class ProcArray {
     size_t n_;
   };
 
+  // The backend's last snapshot ("dense"), client-local: snapXactCompletionCount (0: none yet).
+  struct alignas(64) LastSnapshot {
+    uint64_t completions = 0;
+    SnapshotInfo info;
+  };
+
   ProcTable<P>& procs_;
   const uint32_t clients_;
   const ProcArrayMode mode_;
+  const SnapshotForm form_;
   alignas(64) LWLock<P> lock_;  // ProcArrayLock
   typename P::template Shared<uint32_t> latest_completed_{kFirstNormalXid.value - 1};
+  typename P::template Shared<uint64_t> xact_completion_count_{1};  // 1 at startup, as in PG
   alignas(64) typename P::template Atomic<uint32_t> group_first_{kInvalidProcNo};  // procArrayGroupFirst
   std::vector<Padded> counters_ = std::vector<Padded>(procs_.size());
   PgXactArray pgxact_{procs_.size()};
+  // "dense": ProcGlobal->xids, ->subxidStates, ->statusFlags, each from a line boundary.
+  AlignedArray<typename P::template Atomic<uint32_t>> xids_ =
+      make_aligned_array<typename P::template Atomic<uint32_t>>(procs_.size());
+  AlignedArray<typename P::template Atomic<uint16_t>> subxid_states_ =
+      make_aligned_array<typename P::template Atomic<uint16_t>>(procs_.size());
+  AlignedArray<typename P::template Shared<uint8_t>> status_flags_ =
+      make_aligned_array<typename P::template Shared<uint8_t>>(procs_.size());
+  std::vector<LastSnapshot> last_ = std::vector<LastSnapshot>(procs_.size());
 };
 
 }  // namespace walbench
