@@ -26,6 +26,13 @@ TEST_CASE("clog section: defaults, names, objects with params, the matrix", "[cl
   CHECK(d[0].clog.clog_buffers == 128);
   CHECK(d[0].clog.page_size == 8192);
   CHECK(d[0].clog.params == nlohmann::json::object());
+  CHECK(d[0].clog.procarray == "off");
+  CHECK(d[0].clog.snapshot == "pgxact");
+  const auto s = cells_of(R"({"strategy": "single_lock",
+      "clog": {"procarray": "group_clear"}, "matrix": {"clog.snapshot": ["pgxact", "dense"]}})");
+  REQUIRE(s.size() == 2);
+  CHECK(s[0].clog.snapshot == "pgxact");
+  CHECK(s[1].clog.snapshot == "dense");
 
   const auto g = cells_of(R"({"strategy": "single_lock",
       "clog": {"strategy": "clog_group_update", "clog_buffers": 32}})");
@@ -68,6 +75,9 @@ TEST_CASE("clog section: errors with JSON pointers and did-you-mean", "[clog][co
   CHECK(error_of(R"({"strategy": "single_lock", "matrix": {"clog.strategy": ["clog_exclusive", "clog_excl"]}})")
             .json_path == "/matrix/clog.strategy/1");
   CHECK(error_of(R"({"strategy": "single_lock", "clgo": {}})").suggestion == "clog");
+  const ConfigError sn = error_of(R"({"strategy": "single_lock", "clog": {"snapshot": "dens"}})");
+  CHECK(sn.json_path == "/clog/snapshot");
+  CHECK(sn.suggestion == "dense");
 }
 
 TEST_CASE("workload names and the transactional rule", "[clog][config]") {
