@@ -353,10 +353,10 @@ void print_list(std::ostream& out, const std::string& what) {
                       "CLogControlLock shared), \"procarray\": \"off\" (default), "
                       "\"exclusive\" (PG <= 9.5: ProcArrayLock per commit) or "
                       "\"group_clear\" (9.6+ ProcArrayGroupClearXid; snapshots under "
-                      "ProcArrayLock shared), \"snapshot\": \"pgxact\" (default: PG 9.6-13's "
+                      "ProcArrayLock shared), \"snapshot\": \"pgxact\" (default: PG 9.2-13's "
                       "GetSnapshotData, a scan of the 12-byte PGXACT array) or \"dense\" (PG 14+: "
                       "the dense xids array, and the last snapshot reused while no transaction "
-                      "ended)}; sweep with the matrix key \"clog.strategy\" or "
+                      "with an xid ended since)}; sweep with the matrix key \"clog.strategy\" or "
                       "as override variants",
                   clog_entries());
   }

@@ -13,6 +13,7 @@
 //     ahead of it at 128, and CLogControlLock waits are the exclusive variant's, not the group's.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <set>
@@ -162,57 +163,91 @@ TEST_CASE("procarray group clear under load: every xid cleared exactly once", "[
 }
 
 TEST_CASE("dense snapshots: reused while no transaction ended, and then exact (A5)", "[clog][procarray]") {
-  // Clients 0-3 run transactions; 4 and 5 take snapshots and never get an xid. Client 4 takes
-  // one after every step (reused whenever xactCompletionCount stood still); client 5's first
-  // snapshot of each step is a fresh scan, so comparing the two checks every reuse.
-  constexpr uint32_t kClients = 6;
+  // Clients 0-3 run transactions; 4 takes a snapshot after every step and never gets an xid.
+  // Every snapshot, reused or fresh, is compared with one computed from the advertised xids.
+  constexpr uint32_t kClients = 5;
   ProcTable<P> procs(kClients, 5);
   ProcArray<P> pa(procs, kClients, ProcArrayMode::kExclusive, SnapshotForm::kDense);
   XidGen<P> gen(procs);
   Proc<P>& watcher = procs[4];
-  // Client 5's snapshots: taken only after transactions ended since its last, so never reused.
-  auto fresh = [&] {
-    const uint64_t reused = pa.totals().reused;
-    const SnapshotInfo f = pa.get_snapshot(procs[5]);
-    CHECK(pa.totals().reused == reused);
-    return f;
-  };
   auto client = [&](uint32_t c) -> Proc<P>& { return procs[static_cast<int32_t>(c)]; };
+  auto expected = [&] {
+    SnapshotInfo e;
+    e.xmax = Xid{pa.latest_completed().value + 1};
+    for (uint32_t c = 0; c < kClients; ++c) {
+      const uint32_t x = pa.advertised_xid(c);
+      if (c != 4 && x != 0 && x < e.xmax.value) ++e.running;
+    }
+    return e;
+  };
+  auto snapshot = [&](bool reuse_expected) {
+    const uint64_t reused = pa.totals().reused;
+    const SnapshotInfo s = pa.get_snapshot(watcher);
+    CHECK(pa.totals().reused == reused + (reuse_expected ? 1 : 0));
+    CHECK(s == expected());
+    return s;
+  };
   std::vector<Xid> xids;
   for (uint32_t c = 0; c < 4; ++c) xids.push_back(gen.assign(client(c), nullptr, false, &pa.xid_slot(client(c))));
-  SnapshotInfo s = pa.get_snapshot(watcher);  // nothing ended: xmax is the first xid
+  SnapshotInfo s = snapshot(false);  // the first: nothing to reuse; xmax is the first xid
   CHECK(s.xmax == kFirstNormalXid);
   CHECK(s.running == 0);
-  CHECK(pa.totals().reused == 0);
-  CHECK(pa.get_snapshot(watcher) == s);  // no transaction ended: reused
-  CHECK(pa.totals().reused == 1);
+  snapshot(true);  // no transaction ended: reused
 
-  pa.end_transaction(client(1), xids[1]);  // completion count moves: a fresh scan
-  s = pa.get_snapshot(watcher);
-  CHECK(pa.totals().reused == 1);
+  pa.end_transaction(client(1), xids[1]);  // the completion count moves: a fresh scan
+  s = snapshot(false);
   CHECK(s.xmax.value == xids[1].value + 1);
   CHECK(s.running == 1);  // xids[0] is below xmax and still running; 2 and 3 are not below it
-  CHECK(fresh() == s);
 
   // A new xid does not move the count: the snapshot is reused, and still exact (the new xid is
   // above its xmax).
   const Xid late = gen.assign(client(1), nullptr, false, &pa.xid_slot(client(1)));
-  const uint64_t reused_before = pa.totals().reused;
-  CHECK(pa.get_snapshot(watcher) == s);
-  CHECK(pa.totals().reused == reused_before + 1);
+  CHECK(snapshot(true) == s);
   CHECK(late.value >= s.xmax.value);
 
   for (uint32_t c : {0u, 2u, 3u}) pa.end_transaction(client(c), xids[c]);
-  s = pa.get_snapshot(watcher);
+  s = snapshot(false);
   CHECK(s.xmax.value == xids[3].value + 1);
   CHECK(s.running == 0);  // only `late` runs, above xmax
-  CHECK(fresh() == s);
+  snapshot(true);
   pa.end_transaction(client(1), late);
-  s = pa.get_snapshot(watcher);
+  s = snapshot(false);
   CHECK(s.xmax.value == late.value + 1);
-  CHECK(s.running == 0);
   for (uint32_t c = 0; c < kClients; ++c) CHECK(pa.advertised_xid(c) == 0);
   CHECK(pa.stats()["snapshot"] == "dense");
+}
+
+TEST_CASE("dense snapshots under concurrent group clears: every reuse exact (A5)", "[clog][procarray]") {
+  // Four committers (group clear) and two read-only watchers; each reuse is rescanned under the
+  // same shared lock (check_reuse).
+  constexpr uint32_t kCommitters = 4, kWatchers = 2, kTxns = 3000;
+  ProcTable<P> procs(kCommitters + kWatchers, 13);
+  ProcArray<P> pa(procs, kCommitters + kWatchers, ProcArrayMode::kGroupClear, SnapshotForm::kDense);
+  pa.check_reuse = true;
+  XidGen<P> gen(procs);
+  std::atomic<uint32_t> running{kCommitters};
+  std::vector<std::thread> threads;
+  for (uint32_t c = 0; c < kCommitters; ++c)
+    threads.emplace_back([&, c] {
+      Proc<P>& me = procs[static_cast<int32_t>(c)];
+      for (uint32_t i = 0; i < kTxns; ++i) {
+        const Xid x = gen.assign(me, nullptr, false, &pa.xid_slot(me));
+        pa.get_snapshot(me);
+        pa.end_transaction(me, x);
+      }
+      running.fetch_sub(1);
+    });
+  for (uint32_t w = 0; w < kWatchers; ++w)
+    threads.emplace_back([&, w] {
+      Proc<P>& me = procs[static_cast<int32_t>(kCommitters + w)];
+      while (running.load() > 0) pa.get_snapshot(me);
+    });
+  for (auto& t : threads) t.join();
+  const ProcArrayCounters t = pa.totals();
+  INFO("snapshots " << t.snapshots << ", reused " << t.reused);
+  CHECK(t.cleared == kCommitters * kTxns);
+  CHECK(t.reused > 0);  // the watchers loop far faster than transactions end
+  CHECK(pa.reuse_mismatches.load() == 0);
 }
 
 TEST_CASE("dense snapshots: subtransactions advertise their cache state; a clear zeroes it", "[clog][procarray]") {

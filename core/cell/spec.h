@@ -77,7 +77,7 @@ struct ClogSpec {
   // How committers clear their xid from the ProcArray and whether statements take snapshots:
   // "off" | "exclusive" (PG <= 9.5) | "group_clear" (PG 9.6+, 0e141c0fbb); core/clog/proc_array.h.
   std::string procarray = "off";
-  // How GetSnapshotData scans (with a ProcArray): "pgxact" (PG 9.6-13, the 12-byte PGXACT
+  // How GetSnapshotData scans (with a ProcArray): "pgxact" (PG 9.2-13, the 12-byte PGXACT
   // array) | "dense" (PG 14+, the dense xids array and xactCompletionCount reuse).
   std::string snapshot = "pgxact";
 };

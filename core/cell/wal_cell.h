@@ -823,11 +823,12 @@ class WalCell final : public CellRun {
   // statements waits for the client's next command; the parse/plan/execute CPU time in the
   // overhead is lumped in, see the header), then, for a statement that reads or writes a table
   // (takes_snapshot), GetSnapshotData when a ProcArray is modelled. Departure: PostgreSQL takes
-  // two snapshots for such a statement in READ COMMITTED, one in exec_simple_query (or
-  // exec_bind_message) for parse analysis and planning and a new one in PortalStart (or
-  // PortalRunMulti) for execution (postgres.c explains why the first is not reused: pgsql-hackers
+  // two snapshots for a SELECT/INSERT/UPDATE/DELETE in READ COMMITTED, one in exec_simple_query
+  // (parse analysis and planning; exec_bind_message: planning, and with unnamed extended-protocol
+  // statements exec_parse_message takes a third) and a new one in PortalStart (or PortalRunMulti)
+  // for execution (postgres.c explains why the first is not reused: pgsql-hackers
   // 5075D8DF.6050500@fuzzy.cz, 2012); the model takes one (README "Snapshots" has what taking
-  // both did to the CLOG and fsync-off tables).
+  // two did to the CLOG and fsync-off tables).
   void statement(Txn& t, bool takes_snapshot = false) {
     charge_working_set<P>();  // the backend's own code runs: sim.h "Working set"
     if (t.overhead_ns) {

@@ -2,7 +2,7 @@
 // under ProcArrayLock exclusive (ProcArrayEndTransaction), or, when that lock is busy, join a
 // group whose leader takes the lock once and clears every member (ProcArrayGroupClearXid);
 // statements take snapshots under ProcArrayLock shared (GetSnapshotData), in one of two forms:
-// PG 9.6-13's scan of the 12-byte PGXACT array, or PG 14+'s scan of the dense xids array with
+// PG 9.2-13's scan of the 12-byte PGXACT array, or PG 14+'s scan of the dense xids array with
 // snapshot reuse (clog.snapshot "pgxact" | "dense").
 //
 // ORIGIN
@@ -32,8 +32,8 @@
 //   the lock and wakes the members (member = false, then a semaphore post). Members sleep on
 //   their semaphore (wait event IPC:ProcArrayGroupUpdate) until they see member == false. With
 //   `exclusive` (PG <= 9.5) every committer takes the lock blocking.
-//   get_snapshot(me), form "pgxact" (9.6-13): lock shared; xmax = latestCompletedXid + 1; read
-//   every other client's xid from the PGXACT array (9.6-13 split PGXACT out of PGPROC so that a
+//   get_snapshot(me), form "pgxact" (9.2-13): lock shared; xmax = latestCompletedXid + 1; read
+//   every other client's xid from the PGXACT array (9.2, ed0b409d22, split PGXACT out of PGPROC so that a
 //   snapshot scan touches few lines: PGXACT is 12 bytes, 5 to a 64-byte line; pgxact_ lays out
 //   the same 12 bytes, so the sim prices the scan - and the false sharing of neighbours' xid
 //   stores - as PostgreSQL's layout would); unlock.
@@ -43,12 +43,20 @@
 //   scan the dense xids array (4 bytes, 16 to a line) and, for each xid that is running, read
 //   its statusFlags byte and subxidStates entry (dense arrays of their own, as PostgreSQL's);
 //   remember the count; unlock. Clearing an xid stores 0 in xids[c], zeroes subxidStates[c] if
-//   it was set, and bumps xactCompletionCount, all under the exclusive lock.
+//   it was set, and bumps xactCompletionCount, all under the exclusive lock. Every transaction
+//   that ends here has an xid, so a client's own commit moves the count before its next
+//   statement: with one snapshot per statement (wal_cell.h statement()) a snapshot is reused only
+//   by a client that took two with no commit anywhere between them, never in emit_message.
 //   Simplifications: no xmin horizon, no subxid arrays in the snapshot (only the count of
 //   running xids is returned; "dense" reads each running xid's subxidStates entry but does not
 //   copy the subxids it counts), no KnownAssignedXids, and only transactions with an xid end
 //   here (PostgreSQL's read-only path clears xmin without the lock, and in 14+ does not bump
-//   xactCompletionCount). pgxactoff is the client index (PostgreSQL keeps the dense arrays in
+//   xactCompletionCount). "dense" also reads a running xid's subxidStates entry after the
+//   snapshot overflowed (PostgreSQL stops looking), and writes no proc->xmin (at a clear or on
+//   reuse). xactCompletionCount and latestCompletedXid sit on ProcArrayLock's cache line here;
+//   PostgreSQL keeps them in VariableCacheData beside nextXid (written by every
+//   GetNewTransactionId), so its snapshots pay a line transfer that this model's do not.
+//   pgxactoff is the client index (PostgreSQL keeps the dense arrays in
 //   procarray order, the connected backends packed; walbench's clients connect once, in order).
 //
 // SHARED STATE AND WHAT PROTECTS IT
@@ -90,8 +98,9 @@
 //   A5  ("dense") a reused snapshot is exact: xactCompletionCount moves with every clear, and
 //       every clear happens under the exclusive lock, so an unchanged count under the shared
 //       lock means no xid ended since the snapshot was taken; an xid assigned since then is
-//       >= its xmax and would not be listed anyway (tests/clog_procarray_test.cc compares a reused
-//       snapshot with a fresh scan).
+//       >= its xmax and would not be listed anyway (tests/clog_procarray_test.cc compares every
+//       snapshot with one computed from the advertised xids, and, under concurrent group clears,
+//       every reused one with a scan under the same shared lock: check_reuse).
 //
 // LOCK ORDER
 //   ProcArrayLock is taken with no other lock held (after the CLOG update at commit, at the
@@ -99,6 +108,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -144,7 +154,7 @@ inline ProcArrayMode parse_procarray_mode(const std::string& s) {
 
 // How GetSnapshotData finds the running xids (config key clog.snapshot).
 enum class SnapshotForm {
-  kPgxact,  // PG 9.6-13: scan the 12-byte PGXACT array
+  kPgxact,  // PG 9.2-13: scan the 12-byte PGXACT array
   kDense,   // PG 14+: scan the dense xids array; reuse while xactCompletionCount stands still
 };
 // NB: the names must match harness/config_fields.cc (clog.snapshot).
@@ -220,6 +230,9 @@ class ProcArray {
     const uint64_t completions = xact_completion_count_.get();
     if (last.completions != 0 && completions == last.completions) {  // GetSnapshotDataReuse
       ++pc.reused;
+      if (check_reuse && (latest_completed_.get() + 1 != last.info.xmax.value ||
+                          scan_dense(me, last.info.xmax) != last.info.running))
+        reuse_mismatches.fetch_add(1);  // A5, test hook
       lock_.release(me);
       return last.info;
     }
@@ -284,6 +297,10 @@ class ProcArray {
 
   // Test hook: when set, every xid cleared is appended (xid, client) under the exclusive lock.
   std::vector<std::pair<uint32_t, uint32_t>>* trace = nullptr;
+  // Test hook (threads only: it adds priced accesses on the sim): when set, every reused snapshot
+  // is compared with a fresh scan made under the same shared lock (A5); mismatches counted here.
+  bool check_reuse = false;
+  std::atomic<uint64_t> reuse_mismatches{0};
 
  private:
   // ProcArrayEndTransactionInternal. The exclusive lock held by `me`; `m` is me or a member.
@@ -382,7 +399,7 @@ class ProcArray {
   using PerClientCounters = ProcArrayCounters;
   struct alignas(64) Padded : ProcArrayCounters {};
 
-  // PGXACT (9.6-13): xid 4, xmin 4, vacuumFlags/overflowed/delayChkpt/nxids 1 each = 12 bytes.
+  // PGXACT (9.2-13): xid 4, xmin 4, vacuumFlags/overflowed/delayChkpt/nxids 1 each = 12 bytes.
   struct PgXact {
     typename P::template Atomic<uint32_t> xid{0};
     typename P::template Shared<uint32_t> xmin{0};  // not modelled beyond its place in the line
