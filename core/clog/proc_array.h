@@ -300,7 +300,7 @@ class ProcArray {
   // Test hook (threads only: it adds priced accesses on the sim): when set, every reused snapshot
   // is compared with a fresh scan made under the same shared lock (A5); mismatches counted here.
   bool check_reuse = false;
-  std::atomic<uint64_t> reuse_mismatches{0};
+  std::atomic<uint64_t> reuse_mismatches{0};  // shared-state-lint: allow test-only tally, threads only, never priced
 
  private:
   // ProcArrayEndTransactionInternal. The exclusive lock held by `me`; `m` is me or a member.
