@@ -41,7 +41,9 @@
 //   this client's last snapshot saw, reuse that snapshot (GetSnapshotDataReuse) and unlock;
 //   else read latestCompletedXid and xactCompletionCount (one line, as in VariableCacheData),
 //   scan the dense xids array (4 bytes, 16 to a line) and, for each xid that is running, read
-//   its statusFlags byte and subxidStates entry (dense arrays of their own, as PostgreSQL's);
+//   its statusFlags byte and subxidStates entry (dense arrays of their own, as PostgreSQL's),
+//   a line at a time (P::read_run: on the sim the entries of a line arrive together, so a line
+//   is one load and its other entries hits; the "pgxact" scan stays a load per entry);
 //   remember the count; unlock. Clearing an xid stores 0 in xids[c], zeroes subxidStates[c] if
 //   it was set, and bumps xactCompletionCount, all under the exclusive lock. Every transaction
 //   that ends here has an xid, so a client's own commit moves the count before its next
@@ -383,14 +385,40 @@ class ProcArray {
   }
 
   // The dense scan ("dense"): the running xids below xmax among the other clients' entries.
+  // PostgreSQL's loop reads xids[i] and, for a running xid, statusFlags[i] and subxidStates[i].
+  // Here each line of xids is read as one run (P::read_run: the sim prices a line once, the
+  // entries on it as hits), then the flags and subxid states of each stretch of consecutive
+  // running entries as runs of their own: the same lines and the same number of reads as the
+  // loop, in the order line by line rather than entry by entry.
   uint32_t scan_dense(Proc<P>& me, Xid xmax) {
+    using XidSlot = typename P::template Atomic<uint32_t>;
+    constexpr uint32_t kXidsPerLine = 64 / sizeof(XidSlot);
+    static_assert(64 % sizeof(XidSlot) == 0 && sizeof(XidSlot) == sizeof(uint32_t));
     uint32_t running = 0;
-    for (uint32_t c = 0; c < clients_; ++c) {
-      const uint32_t x = xids_[c].load();
-      if (x == 0 || c == me.id.value || x >= xmax.value) continue;
-      (void)status_flags_[c].get();   // PROC_IN_VACUUM | PROC_IN_LOGICAL_DECODING: never set here
-      (void)subxid_states_[c].load();  // the subxids it counts are not copied (DESIGN SUMMARY)
-      ++running;
+    uint32_t x[kXidsPerLine];
+    for (uint32_t base = 0; base < clients_; base += kXidsPerLine) {
+      const uint32_t n = std::min(kXidsPerLine, clients_ - base);
+      P::read_run(&xids_[base], sizeof(XidSlot), n, [&](size_t i) { x[i] = xids_[base + i].load(); });
+      const auto is_running = [&](uint32_t i) {
+        return x[i] != 0 && base + i != me.id.value && x[i] < xmax.value;
+      };
+      for (uint32_t i = 0; i < n;) {
+        if (!is_running(i)) {
+          ++i;
+          continue;
+        }
+        uint32_t end = i + 1;
+        while (end < n && is_running(end)) ++end;
+        const uint32_t first = base + i;
+        // PROC_IN_VACUUM | PROC_IN_LOGICAL_DECODING: never set here.
+        P::read_run(&status_flags_[first], sizeof(status_flags_[0]), end - i,
+                    [&](size_t k) { (void)status_flags_[first + k].get(); });
+        // The subxids each entry counts are not copied (DESIGN SUMMARY).
+        P::read_run(&subxid_states_[first], sizeof(subxid_states_[0]), end - i,
+                    [&](size_t k) { (void)subxid_states_[first + k].load(); });
+        running += end - i;
+        i = end;
+      }
     }
     return running;
   }

@@ -489,6 +489,11 @@ struct EmulatedPlatform {
   static void work(uint64_t ns) { Base::work(ns); }
   static void copy(void* dst, const void* src, size_t n) { Base::copy(dst, src, n); }
   static void touch_range(const void* p, size_t n, RangeAccess k) { Base::touch_range(p, n, k); }
+  // read(i) loads through EmulatedAtomic::load, a plain Base load (pg_atomic_read_*: no lock).
+  template <class F>
+  static void read_run(const void* first, size_t stride, size_t n, F&& read) {
+    Base::read_run(first, stride, n, read);
+  }
   static void sleep_ns(uint64_t ns) { Base::sleep_ns(ns); }
   static void spin_delay() { Base::spin_delay(); }  // pg_spin_delay(): still PAUSE
   static void memory_barrier() { Base::memory_barrier(); }

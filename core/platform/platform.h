@@ -30,6 +30,11 @@
 // |                                | RangeAccess): no-op on real threads, charged coherence on the |
 // |                                | sim (sim.h "RANGES"). Callers pair it with the P::copy or     |
 // |                                | storage write that moves the bytes.                           |
+// | P::read_run(first, stride, n,  | a loop that reads n consecutive shared objects, the i-th at   |
+// |             read)              | first + i * stride, by calling read(i) (which loads them with |
+// |                                | the usual P calls): threads: just the loop; sim: priced as a  |
+// |                                | streamed scan, each cache line once (sim.h "RUNS"). For scans |
+// |                                | of dense arrays (GetSnapshotData's ProcGlobal->xids).         |
 // | P::sleep_ns(ns)                | give up the CPU for ns (pg_usleep).                           |
 // | P::now_ns()                    | monotonic clock in nanoseconds.                               |
 // | P::spin_delay()                | one spin iteration's delay (x86 PAUSE, SPIN_DELAY()).         |
@@ -88,6 +93,7 @@ concept Platform = requires(typename P::template Atomic<uint64_t>& a,
   P::work(v);
   P::copy(dst, src, n);
   P::touch_range(src, n, ra);
+  P::read_run(src, n, n, [](size_t) {});
   P::sleep_ns(v);
   { P::now_ns() } -> std::same_as<uint64_t>;
   P::spin_delay();

@@ -28,6 +28,7 @@ constexpr size_t kLineCache = 4096;  // direct-mapped cache in front of the line
 constexpr uint64_t kLineBytes = 64;  // a cache line (sim.h COST MODEL): lines, ranges, working sets
 constexpr unsigned kLineShift = 6;   // log2(kLineBytes)
 static_assert(uint64_t{1} << kLineShift == kLineBytes);
+static_assert(Simulation::kRunLineBytes == kLineBytes);
 }  // namespace sim_internal
 
 }  // namespace walbench

@@ -214,6 +214,64 @@ TEST_CASE("sim: exact cost of line transfers and RMW serialization", "[sim]") {
   }
 }
 
+TEST_CASE("sim: a read run prices each line once, its other objects as hits", "[sim]") {
+  // 40 xids on 3 lines (16 + 16 + 8), written by a fiber on core 0, then read on core 1 by a
+  // loop of loads or by one P::read_run. Nobody writes meanwhile, so both cost 3 transfers and
+  // 37 hits; the run yields once per line, the loop once per object (a ticker on a third core
+  // keeps an event pending at every nanosecond).
+  const SimConfig cfg = small_machine(4, 1, SimPlacement::kCompact);
+  struct alignas(64) Xids {
+    SP::Atomic<uint32_t> v[40];
+  };
+  static_assert(sizeof(SP::Atomic<uint32_t>) == 4);
+  struct Seen {
+    uint64_t took = 0, events = 0, shared_ops = 0, line_hits = 0;
+    std::vector<uint32_t> values;
+  };
+  const auto scan = [&](bool as_run) {
+    return on_fresh_thread([&] {
+      auto xids = std::make_unique<Xids>();
+      Seen seen;
+      seen.values.resize(40);
+      Simulation sim(cfg, 1);
+      sim.spawn([&] {
+        for (uint32_t i = 0; i < 40; ++i) xids->v[i].store(100 + i);
+      }, "writer");
+      sim.spawn([&] {
+        SP::work(10000);
+        const uint64_t t0 = SP::now_ns();
+        if (as_run) {
+          SP::read_run(&xids->v[0], sizeof(xids->v[0]), 40,
+                       [&](size_t i) { seen.values[i] = xids->v[i].load(); });
+        } else {
+          for (size_t i = 0; i < 40; ++i) seen.values[i] = xids->v[i].load();
+        }
+        seen.took = SP::now_ns() - t0;
+      }, "reader");
+      sim.spawn([&] {
+        SP::work(9990);
+        for (int i = 0; i < 400; ++i) SP::work(1);
+      }, "ticker");
+      REQUIRE(sim.run().finished());
+      seen.events = sim.counters().events;
+      seen.shared_ops = sim.counters().shared_ops;
+      seen.line_hits = sim.counters().line_hits;
+      return seen;
+    });
+  };
+  const Seen loop = scan(false);
+  const Seen run = scan(true);
+  for (uint32_t i = 0; i < 40; ++i) {
+    CHECK(loop.values[i] == 100 + i);
+    CHECK(run.values[i] == 100 + i);
+  }
+  CHECK(loop.took == 3 * cfg.same_socket_transfer_ns + 37 * cfg.line_hit_ns);
+  CHECK(run.took == loop.took);
+  CHECK(run.shared_ops == loop.shared_ops);
+  CHECK(run.line_hits == loop.line_hits);
+  CHECK(run.events + 30 < loop.events);
+}
+
 TEST_CASE("sim: a read miss sees what reached the line before its request did", "[sim]") {
   // spread: the owner on core 0 (socket 0), the reader on core 2 (socket 1). The reader's load
   // is issued at cs + 1000 and reaches the line half a cross-socket transfer later (an odd

@@ -88,6 +88,10 @@ struct ThreadsPlatform {
   }
   static void copy(void* dst, const void* src, size_t n) { std::memcpy(dst, src, n); }
   static void touch_range(const void*, size_t, RangeAccess) {}  // the hardware does it
+  template <class F>
+  static void read_run(const void*, size_t, size_t n, F&& read) {
+    for (size_t i = 0; i < n; ++i) read(i);
+  }
   static void sleep_ns(uint64_t ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
   static void spin_delay() {
 #if defined(__x86_64__) || defined(__i386__)
