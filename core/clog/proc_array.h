@@ -43,12 +43,16 @@
 //   scan the dense xids array (4 bytes, 16 to a line) and, for each xid that is running, read
 //   its statusFlags byte and subxidStates entry (dense arrays of their own, as PostgreSQL's),
 //   a line at a time (P::read_run: on the sim the entries of a line arrive together, so a line
-//   is one load and its other entries hits; the "pgxact" scan stays a load per entry);
-//   remember the count; unlock. Clearing an xid stores 0 in xids[c], zeroes subxidStates[c] if
-//   it was set, and bumps xactCompletionCount, all under the exclusive lock. Every transaction
-//   that ends here has an xid, so a client's own commit moves the count before its next
-//   statement: with one snapshot per statement (wal_cell.h statement()) a snapshot is reused only
-//   by a client that took two with no commit anywhere between them, never in emit_message.
+//   is one load and its other entries hits; the "pgxact" scan stays a load per entry: priced a
+//   line at a time too, it flipped the one-seed 64-client winner of tests/clog_procarray_test.cc
+//   "sim shape: CLOG" (exclusive 124.8k against group update 108.3k; the CLOG config's
+//   three-repetition medians kept group update ahead, 117.2k against 114.6k), a move that wants
+//   the CLOG table rerun on several seeds before it is made); remember the count; unlock.
+//   Clearing an xid stores 0 in xids[c], zeroes subxidStates[c] if it was set, and bumps
+//   xactCompletionCount, all under the exclusive lock. Every transaction that ends here has an
+//   xid, so a client's own commit moves the count before its next statement: with one snapshot
+//   per statement (wal_cell.h statement()) a snapshot is reused only by a client that took two
+//   with no commit anywhere between them, never in emit_message.
 //   Simplifications: no xmin horizon, no subxid arrays in the snapshot (only the count of
 //   running xids is returned; "dense" reads each running xid's subxidStates entry but does not
 //   copy the subxids it counts), no KnownAssignedXids, and only transactions with an xid end
