@@ -43,11 +43,13 @@
 //   scan the dense xids array (4 bytes, 16 to a line) and, for each xid that is running, read
 //   its statusFlags byte and subxidStates entry (dense arrays of their own, as PostgreSQL's),
 //   a line at a time (P::read_run: on the sim the entries of a line arrive together, so a line
-//   is one load and its other entries hits; the "pgxact" scan stays a load per entry: priced a
-//   line at a time too, it flipped the one-seed 64-client winner of tests/clog_procarray_test.cc
-//   "sim shape: CLOG" (exclusive 124.8k against group update 108.3k; the CLOG config's
-//   three-repetition medians kept group update ahead, 117.2k against 114.6k), a move that wants
-//   the CLOG table rerun on several seeds before it is made); remember the count; unlock.
+//   is one load and its other entries hits). read_run is an approximation for simulator speed
+//   (sim.h "RUNS"), needed here: a load per entry cost 12,000 events per 4,096-client snapshot.
+//   The "pgxact" scan keeps the finer load per entry (its configs have at most 128 clients).
+//   What the approximation costs, measured on the CLOG config with "pgxact" priced both ways
+//   (a build not kept, seeds 1-3): group update over exclusive at 64 clients 1.03-1.06 per entry,
+//   0.99-1.02 line at a time; at 128 clients 1.01-1.07 against 0.96-1.00 (published 1.11, 1.64).
+//   Remember the count; unlock.
 //   Clearing an xid stores 0 in xids[c], zeroes subxidStates[c] if it was set, and bumps
 //   xactCompletionCount, all under the exclusive lock. Every transaction that ends here has an
 //   xid, so a client's own commit moves the count before its next statement: with one snapshot

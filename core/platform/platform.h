@@ -34,7 +34,9 @@
 // |             read)              | first + i * stride, by calling read(i) (which loads them with |
 // |                                | the usual P calls): threads: just the loop; sim: priced as a  |
 // |                                | streamed scan, each cache line once (sim.h "RUNS"). For scans |
-// |                                | of dense arrays (GetSnapshotData's ProcGlobal->xids).         |
+// |                                | of dense arrays (GetSnapshotData's ProcGlobal->xids). read(i) |
+// |                                | only loads object i: on the sim it runs uncharged, so another |
+// |                                | access in it would be free and a store would wake no spinner. |
 // | P::sleep_ns(ns)                | give up the CPU for ns (pg_usleep).                           |
 // | P::now_ns()                    | monotonic clock in nanoseconds.                               |
 // | P::spin_delay()                | one spin iteration's delay (x86 PAUSE, SPIN_DELAY()).         |

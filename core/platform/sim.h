@@ -165,7 +165,12 @@
 //   loop of P loads, a write by another core between two objects of one line would make the
 //   second a miss again; real cores read a line's 16 xids in a few ns, and one event per object
 //   made a 4,096-client snapshot cost 12,000 simulator events (the fsync-off matrix doubled).
-//   read(i) is called uncharged; the run ends any spin detection (a scan is not a spin).
+//   An approximation for speed: on the CLOG config it moved group update's advantage over the
+//   exclusive update by a few percent (core/clog/proc_array.h), so it is used only where a
+//   load per object is too slow.
+//   read(i) is called uncharged (it must only load object i); the run ends any replay and spin
+//   detection (a scan is not a spin), and its hits do not check the time slice (a preemption
+//   waits for the next line's load, at most 15 hits later).
 //
 // SPINNING
 //   wait_while_eq(v): load; while the value equals v, park the fiber on the line until a
