@@ -4,11 +4,15 @@
 # of those configs are removed once the new one is written), then scripts/fidelity_all.sh
 # rewrites results/fidelity/. Real-thread configs run one at a time (run this on a quiet
 # machine: their tps are measurements); simulated ones run -j JOBS at a time (virtual time: the
-# machine's load does not change them).
+# machine's load does not change them). The `--set` overrides the newest old file of a config was
+# run with (context.overrides) are given again, so a file made with, say, run.repetitions=3 (three
+# seeds on the simulator) is remade with three; OVERRIDES="KEY=VALUE ..." replaces them for every
+# config of this call (OVERRIDES="" runs the configs as they are).
 #
 # Usage: scripts/rerun_results.sh [--sim-only | --threads-only] [CONFIG ...]
 #   default: every configs/*.json that a results/*.json was made from.
-#   WALBENCH=path/to/walbench (default build/release/walbench); JOBS (default 2).
+#   WALBENCH=path/to/walbench (default build/release/walbench); JOBS (default 2);
+#   OVERRIDES="run.repetitions=3" (default: each config's recorded overrides).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 walbench=${WALBENCH:-build/release/walbench}
@@ -42,10 +46,17 @@ for config in "${configs[@]}"; do
   if is_sim "$config"; then [[ $only == --threads-only ]] && continue; else [[ $only == --sim-only ]] && continue; fi
   name=$(basename "$config" .json)
   old=(results/*-"$name".json)
-  echo "rerun_results: $config"
+  sets=()
+  if [[ -v OVERRIDES ]]; then
+    for o in $OVERRIDES; do sets+=(--set "$o"); done
+  elif [[ -f ${old[-1]} ]]; then
+    mapfile -t recorded < <("$python" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["context"].get("overrides", [])))' "${old[-1]}")
+    for o in "${recorded[@]}"; do [[ -n $o ]] && sets+=(--set "$o"); done
+  fi
+  echo "rerun_results: $config ${sets[*]}"
   tmp=$(mktemp --suffix=.json)
   rm -f "$tmp"
-  if "$walbench" run "$config" -q -j "$jobs" -o "$tmp"; then
+  if "$walbench" run "$config" "${sets[@]}" -q -j "$jobs" -o "$tmp"; then
     # --ignore-unmatch: a file an earlier rerun already unstaged is no error (under set -e a
     # failing git rm ended the script silently, the new file left in $tmp).
     for f in "${old[@]}"; do
