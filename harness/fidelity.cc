@@ -34,7 +34,7 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-constexpr int kFidelityVersion = 2;
+constexpr int kFidelityVersion = 3;
 
 [[noreturn]] void bad(const std::string& what) { throw UsageError(what); }
 
@@ -158,8 +158,9 @@ struct Point {
   std::vector<std::string> values;  // per series column: the CSV's spelling when it matched one
   bool in_reference_series = true;  // false: some value is not in the (sliced) CSV
   std::string why_not;        // set when the cell cannot be placed at all
-  bool ok = false;            // ok and a summary.tps_median
+  bool ok = false;            // ok and a tps (the metric: summary.tps_median or one repetition's)
   double tps = 0;
+  std::optional<std::pair<double, double>> tps_range;  // summary tps_min, tps_max (2+ repetitions)
   std::string error;
 };
 
@@ -364,6 +365,54 @@ ojson peak_stats(std::vector<double> distances, size_t curves) {
   return s;
 }
 
+// One target of the fidelity bar: how many of `of` meet it, and whether the share reaches it
+// (share and met are null when nothing was scored).
+ojson target_score(size_t count, size_t of, double target_share) {
+  ojson t = ojson::object();
+  t["count"] = count;
+  t["of"] = of;
+  t["share"] = of ? ojson(static_cast<double>(count) / static_cast<double>(of)) : ojson(nullptr);
+  t["target"] = target_share;
+  t["met"] = of ? ojson(static_cast<double>(count) >= target_share * static_cast<double>(of)) : ojson(nullptr);
+  return t;
+}
+
+// The three targets of the fidelity bar (fidelity.h "Targets").
+ojson target_scores(const std::vector<double>& distances, size_t winners_agree, size_t winners_scored,
+                    const std::vector<double>& errors) {
+  ojson t = ojson::object();
+  const auto peaks_within = static_cast<size_t>(
+      std::count_if(distances.begin(), distances.end(), [](double d) { return d <= kTargetPeakDistance; }));
+  const auto ratios_within = static_cast<size_t>(
+      std::count_if(errors.begin(), errors.end(), [](double e) { return e <= kTargetRatioError; }));
+  t["peaks_within_2x"] = target_score(peaks_within, distances.size(), kTargetPeakShare);
+  t["winners_agree"] = target_score(winners_agree, winners_scored, kTargetWinnerShare);
+  t["ratios_within_35_pct"] = target_score(ratios_within, errors.size(), kTargetRatioShare);
+  return t;
+}
+
+// How far apart a point's repetitions are: max / min - 1 per compared point with 2+ repetitions.
+ojson spread_stats(std::vector<double> spreads) {
+  std::sort(spreads.begin(), spreads.end());
+  ojson s = ojson::object();
+  s["points"] = spreads.size();
+  s["median"] = spreads.empty() ? ojson(nullptr) : ojson(quantile(spreads, 0.5));
+  s["p90"] = spreads.empty() ? ojson(nullptr) : ojson(quantile(spreads, 0.9));
+  s["max"] = spreads.empty() ? ojson(nullptr) : ojson(spreads.back());
+  return s;
+}
+
+// "11/14 = 79% (target 80%: missed)"; "n/a" when nothing was scored.
+std::string target_text(const ojson& t, bool with_target) {
+  if (t["of"].get<size_t>() == 0) return "n/a";
+  std::string text = absl::StrFormat("%d/%d = %.0f%%", t["count"].get<size_t>(), t["of"].get<size_t>(),
+                                     100 * t["share"].get<double>());
+  if (with_target)
+    text += absl::StrFormat(" (target %.0f%%: %s)", 100 * t["target"].get<double>(),
+                            t["met"].get<bool>() ? "met" : "missed");
+  return text;
+}
+
 }  // namespace
 
 ReferenceTable load_reference_csv(const std::string& path) {
@@ -425,7 +474,11 @@ ReferenceTable load_reference_csv(const std::string& path) {
   return t;
 }
 
-ojson fidelity_compare(const json& result, const ReferenceTable& ref, const FidelityOptions& opts) {
+// One comparison of the result's tps with the table. `repetition`: score repetition r's tps
+// (0-based) of every cell instead of its median; a cell without it, or whose repetition failed,
+// is a failed cell of that comparison.
+ojson compare_tps(const json& result, const ReferenceTable& ref, const FidelityOptions& opts,
+                  std::optional<size_t> repetition) {
   const std::string& rpath = opts.result_path;
   const json& cells = result.at("cells");
   if (!(opts.tie_pct >= 0 && opts.tie_pct < 100))
@@ -594,9 +647,25 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
     }
     p.ok = cell["ok"].get<bool>();
     const json* summary = cell.contains("summary") ? &cell["summary"] : nullptr;
-    if (p.ok && summary && summary->is_object() && summary->contains("tps_median") &&
-        (*summary)["tps_median"].is_number()) {
+    if (repetition) {
+      const json* reps = cell.contains("repetitions") && cell["repetitions"].is_array() ? &cell["repetitions"] : nullptr;
+      const json* r = reps && *repetition < reps->size() ? &(*reps)[*repetition] : nullptr;
+      if (!r) {
+        p.error = absl::StrFormat("no repetition %d", *repetition + 1);
+        p.ok = false;
+      } else if (r->is_object() && r->value("ok", false) && r->contains("tps") && (*r)["tps"].is_number()) {
+        p.tps = (*r)["tps"].get<double>();
+        p.ok = true;  // a cell whose other repetition failed still has this one
+      } else {
+        p.error = absl::StrFormat("repetition %d failed", *repetition + 1);
+        p.ok = false;
+      }
+    } else if (p.ok && summary && summary->is_object() && summary->contains("tps_median") &&
+               (*summary)["tps_median"].is_number()) {
       p.tps = (*summary)["tps_median"].get<double>();
+      if (summary->value("repetitions", 0) >= 2 && (*summary)["tps_min"].is_number() &&
+          (*summary)["tps_max"].is_number())
+        p.tps_range = {{(*summary)["tps_min"].get<double>(), (*summary)["tps_max"].get<double>()}};
     } else {
       if (p.ok) p.error = "no summary.tps_median";
       p.ok = false;
@@ -679,6 +748,7 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
     std::string variant, label;
     std::vector<uint64_t> grid;
     std::vector<double> ref, res;
+    std::vector<std::optional<std::pair<double, double>>> res_range;  // the repetitions' min and max
     std::vector<bool> fitted;  // per grid point: the reference row is fitted
   };
   std::vector<std::vector<Curve>> curves(series.size());
@@ -698,6 +768,7 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
           c.grid.push_back(n);
           c.ref.push_back(ref_tps[key]);
           c.res.push_back(res[key]->tps);
+          c.res_range.push_back(res[key]->tps_range);
           c.fitted.push_back(fitted_by.count(key) > 0);
           if (c.label.empty()) c.label = res[key]->label;
         } else if (!res_any.count(key)) {
@@ -757,7 +828,7 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
       }
     out["result_setup"] = setup;
   }
-  out["metric"] = "summary.tps_median";
+  out["metric"] = repetition ? absl::StrFormat("repetitions[%d].tps", *repetition) : "summary.tps_median";
   out["tie_pct"] = opts.tie_pct;
   out["win_threshold_pct"] = opts.win_threshold_pct;
   out["renames"] = renames_json;
@@ -771,6 +842,7 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
   size_t fitted_points = 0, curves_total = 0;
   size_t winners_agree = 0, winners_scored = 0, published_ties = 0, published_ties_result_tie = 0;
   std::vector<double> all_errors, all_distances;
+  std::vector<double> spreads;  // per compared point with 2+ repetitions: max / min - 1
   std::vector<std::string> mismatches;
   ojson series_json = ojson::array();
   for (size_t s = 0; s < series.size(); ++s) {
@@ -798,6 +870,9 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
         pj["clients"] = c.grid[k];
         pj["reference_tps"] = c.ref[k];
         pj["result_tps"] = c.res[k];
+        pj["result_tps_range"] =
+            c.res_range[k] ? ojson::array({c.res_range[k]->first, c.res_range[k]->second}) : ojson(nullptr);
+        if (c.res_range[k] && c.res_range[k]->first > 0) spreads.push_back(c.res_range[k]->second / c.res_range[k]->first - 1);
         pj["reference_shape"] = c.ref[0] > 0 ? ojson(c.ref[k] / c.ref[0]) : ojson(nullptr);
         pj["result_shape"] = c.res[0] > 0 ? ojson(c.res[k] / c.res[0]) : ojson(nullptr);
         pj["fitted"] = static_cast<bool>(c.fitted[k]);
@@ -961,6 +1036,8 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
   summary["winners"] = {{"agree", winners_agree}, {"scored", winners_scored}};
   summary["published_ties"] = {{"points", published_ties}, {"result_tie", published_ties_result_tie}};
   summary["ratio_errors"] = error_stats(all_errors);
+  summary["targets"] = target_scores(all_distances, winners_agree, winners_scored, all_errors);
+  summary["repetition_spread"] = spread_stats(spreads);
   summary["mismatches"] = mismatches;
   out["summary"] = summary;
   out["reference_only"] = reference_only;
@@ -974,6 +1051,36 @@ ojson fidelity_compare(const json& result, const ReferenceTable& ref, const Fide
   out["result_only"] = ro;
   out["failed"] = failed;
   out["left_out_by_fix"] = left_out_by_fix;
+  return out;
+}
+
+ojson fidelity_compare(const json& result, const ReferenceTable& ref, const FidelityOptions& opts) {
+  ojson out = compare_tps(result, ref, opts, std::nullopt);
+  size_t repetitions = 0;
+  for (const auto& cell : result.at("cells"))
+    if (cell.contains("repetitions") && cell["repetitions"].is_array())
+      repetitions = std::max(repetitions, cell["repetitions"].size());
+  ojson per = ojson::array();
+  for (size_t r = 0; repetitions >= 2 && r < repetitions; ++r) {
+    const ojson one = compare_tps(result, ref, opts, r);
+    std::set<uint64_t> seeds;
+    for (const auto& cell : result.at("cells"))
+      if (cell.contains("repetitions") && cell["repetitions"].is_array() && r < cell["repetitions"].size() &&
+          cell["repetitions"][r].is_object() && cell["repetitions"][r].contains("seed") &&
+          cell["repetitions"][r]["seed"].is_number_unsigned())
+        seeds.insert(cell["repetitions"][r]["seed"].get<uint64_t>());
+    const ojson& sm = one["summary"];
+    per.push_back({{"repetition", r + 1},
+                   {"seeds", seeds},
+                   {"targets", sm["targets"]},
+                   {"peaks", sm["peaks"]},
+                   {"winners", sm["winners"]},
+                   {"published_ties", sm["published_ties"]},
+                   {"ratio_errors", sm["ratio_errors"]},
+                   {"mismatches", sm["mismatches"].size()},
+                   {"failed", one["failed"].size()}});
+  }
+  out["per_repetition"] = per;
   return out;
 }
 
@@ -1017,15 +1124,28 @@ std::string render_fidelity(const ojson& cmp) {
     // Shapes.
     std::vector<std::vector<std::string>> rows;
     std::set<uint64_t> bases;
+    bool ranges = false;
+    for (const auto& c : s["curves"])
+      for (const auto& p : c["points"]) ranges = ranges || !p["result_tps_range"].is_null();
     for (const auto& c : s["curves"]) {
       bases.insert(c["base_clients"].get<uint64_t>());
-      for (const auto& p : c["points"])
+      for (const auto& p : c["points"]) {
         rows.push_back({absl::StrFormat("%s_%d_clients", c["variant"].get<std::string>(), p["clients"].get<uint64_t>()) +
                             fitted_mark(p),
                         fmt_tps(p["reference_tps"].get<double>()), fmt_tps(p["result_tps"].get<double>()),
                         fmt_ratio(p["reference_shape"]), fmt_ratio(p["result_shape"])});
+        if (ranges) {
+          const ojson& range = p["result_tps_range"];
+          rows.back().insert(rows.back().begin() + 3, range.is_null() ? "-"
+                                                                       : fmt_tps(range[0].get<double>()) + "-" +
+                                                                             fmt_tps(range[1].get<double>()));
+        }
+      }
     }
-    o << render_table({"", "reference tps", "result tps", "reference shape", "result shape"}, rows);
+    if (ranges)
+      o << render_table({"", "reference tps", "result tps", "result range", "reference shape", "result shape"}, rows);
+    else
+      o << render_table({"", "reference tps", "result tps", "reference shape", "result shape"}, rows);
     if (bases.size() == 1) {
       const uint64_t b = *bases.begin();
       o << absl::StrFormat("shape: tps / tps of the same variant at %d client%s\n", b, b == 1 ? "" : "s");
@@ -1121,6 +1241,40 @@ std::string render_fidelity(const ojson& cmp) {
     o << absl::StrFormat("published ties: %d point%s within %g%%; the result within %g%% at %d (not scored)\n", ties,
                          ties == 1 ? "" : "s", threshold_pct, tie_pct, sm["published_ties"]["result_tie"].get<size_t>());
     o << "ratio errors:   " << error_stats_text(sm["ratio_errors"]) << '\n';
+  }
+  const ojson& targets = sm["targets"];
+  o << absl::StrFormat("targets:        peaks within 2x %s; winners agree %s; ratio errors <= 35%% %s\n",
+                       target_text(targets["peaks_within_2x"], true), target_text(targets["winners_agree"], true),
+                       target_text(targets["ratios_within_35_pct"], true));
+  const ojson& per = cmp["per_repetition"];
+  if (!per.empty()) {
+    const ojson& spread = sm["repetition_spread"];
+    if (spread["points"].get<size_t>() > 0)
+      o << absl::StrFormat("repetitions:    %d; a point's result tps is their median; their spread (max / min - 1) "
+                           "over %d points: median %s, 90th percentile %s, max %s\n",
+                           per.size(), spread["points"].get<size_t>(), fmt_pct(spread["median"].get<double>()),
+                           fmt_pct(spread["p90"].get<double>()), fmt_pct(spread["max"].get<double>()));
+    o << "each repetition scored alone (on the simulator a repetition is a seed: run.seed + repetition - 1):\n";
+    std::vector<std::vector<std::string>> rep_rows;
+    std::map<std::string, size_t> met;
+    const std::vector<std::string> keys{"peaks_within_2x", "winners_agree", "ratios_within_35_pct"};
+    for (const auto& r : per) {
+      std::vector<std::string> seeds;
+      for (const auto& seed : r["seeds"]) seeds.push_back(std::to_string(seed.get<uint64_t>()));
+      std::vector<std::string> row{std::to_string(r["repetition"].get<size_t>()),
+                                   seeds.empty() ? "-" : absl::StrJoin(seeds, " ")};
+      for (const auto& k : keys) {
+        row.push_back(target_text(r["targets"][k], false));
+        if (r["targets"][k]["met"].is_boolean() && r["targets"][k]["met"].get<bool>()) ++met[k];
+      }
+      row.push_back(std::to_string(r["failed"].get<size_t>()));
+      rep_rows.push_back(row);
+    }
+    o << render_table({"repetition", "seed", "peaks within 2x", "winners agree", "ratio errors <= 35%", "failed cells"},
+                      rep_rows);
+    o << absl::StrFormat("targets met by single repetitions: peaks %d of %d, winners %d of %d, ratios %d of %d\n",
+                         met["peaks_within_2x"], per.size(), met["winners_agree"], per.size(),
+                         met["ratios_within_35_pct"], per.size());
   }
 
   // Per series, one line each.

@@ -47,7 +47,20 @@
 //             r_res > 1 + tie or r_res < 1 - tie). A point inside the threshold is a
 //             "published tie": counted apart, with how often the result is within the tie band
 //             too, as information and not as a score.
-// A summary gives, for the table: the peak distances (median, max, how many within 2x and at
+// Targets. The project's fidelity bar (issue 10; results/README.md "Simulated vs published"):
+// a peak within 2x for at least 80% of scored curves, the winner agreeing at 80% or more of the
+// scored points, a ratio error of at most 35% at 70% or more of the ratio points. The summary
+// gives each as count / of, share and met (null when nothing was scored); a table's counts add
+// up with other tables' to the bar's totals (scripts/fidelity_totals.py).
+//
+// Repetitions. The result tps of a point is the cell's median over its repetitions (on the
+// simulator each repetition is a seed, run.seed + repetition - 1), shown with their range; the
+// summary gives the spread max / min - 1 over the points (median, 90th percentile, max). With 2
+// or more repetitions the table is scored again from each repetition's tps alone
+// (`per_repetition`: the targets, peaks, winners and ratio errors of each), so that a verdict
+// that one seed would flip is seen as such; a cell whose repetition r failed or is missing is a
+// failed cell of repetition r's scoring.
+// // A summary gives, for the table: the peak distances (median, max, how many within 2x and at
 // the same client count), winners agreeing / scored, published ties, the ratio errors, the
 // fitted entries with their reasons, one line per winner disagreement and per peak more than
 // 2x away, and the points on one side only and the failed cells.
@@ -92,6 +105,13 @@
 #include <nlohmann/json.hpp>
 
 namespace walbench {
+
+// The fidelity bar (see "Targets" above).
+inline constexpr double kTargetPeakDistance = 2;    // a peak's client count within 2x
+inline constexpr double kTargetPeakShare = 0.8;     // of scored curves
+inline constexpr double kTargetWinnerShare = 0.8;   // of scored winner points
+inline constexpr double kTargetRatioError = 0.35;   // |r_res / r_pub - 1| at most this
+inline constexpr double kTargetRatioShare = 0.7;    // of ratio points
 
 struct FidelityOptions {
   std::string result_path;

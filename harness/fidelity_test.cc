@@ -180,6 +180,12 @@ TEST_CASE("fidelity: known peaks and winners all match", "[fidelity]") {
   CHECK(sm["published_ties"]["result_tie"] == 4);
   CHECK(sm["ratio_errors"]["points"] == 8);
   CHECK(sm["mismatches"].empty());
+  CHECK(sm["targets"]["peaks_within_2x"] ==
+        ojson{{"count", 4}, {"of", 4}, {"share", 1.0}, {"target", 0.8}, {"met", true}});
+  CHECK(sm["targets"]["winners_agree"]["met"] == true);
+  CHECK(sm["targets"]["ratios_within_35_pct"]["of"] == 8);
+  CHECK(sm["repetition_spread"]["points"] == 0);  // one repetition per cell
+  CHECK(r.cmp["per_repetition"].empty());
   CHECK(r.cmp["fitted"]["source"].is_null());
   CHECK(r.cmp["warnings"].empty());
   CHECK(r.cmp["reference_only"].empty());
@@ -230,6 +236,75 @@ TEST_CASE("fidelity: a moved peak and a flipped winner are mismatches, not error
   CHECK(mismatches[1] == "peak record_size=1024 waitlist: reference at 8 clients, result at 1 (8.0x apart)");
   CHECK(r2.text.find("mismatches (2): winner disagreements and peaks more than 2x away\n"
                      "  winner record_size=16 at 4 clients") != std::string::npos);
+}
+
+// Gives `c` one repetition per entry of `tps` (seed 1, 2, ...; a negative tps: that repetition
+// failed) and the summary the runner writes: the median, min and max of the ok ones.
+json with_repetitions(json c, const std::vector<double>& tps) {
+  c["repetitions"] = json::array();
+  std::vector<double> ok;
+  for (size_t i = 0; i < tps.size(); ++i) {
+    c["repetitions"].push_back({{"seed", i + 1}, {"tps", tps[i] >= 0 ? json(tps[i]) : json(nullptr)}, {"ok", tps[i] >= 0}});
+    if (tps[i] >= 0) ok.push_back(tps[i]);
+  }
+  std::sort(ok.begin(), ok.end());
+  c["summary"] = {{"repetitions", ok.size()}, {"tps_median", ok[ok.size() / 2]}, {"tps_min", ok.front()},
+                  {"tps_max", ok.back()}};
+  return c;
+}
+
+TEST_CASE("fidelity: the targets are scored on the median and on each repetition alone", "[fidelity]") {
+  TempDir dir;
+  // Repetition 1 reproduces the table; repetition 2 flips the winner of 16 B at 4 clients;
+  // repetition 3 moves the 1 KiB waitlist peak to 1 client (8x) and fails at waitlist 16 B, 8
+  // clients. Each cell's median is repetition 1's tps.
+  json cells = matching_cells();
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const double base = cells[i]["summary"]["tps_median"].get<double>();
+    std::vector<double> tps{base, base, base};
+    if (i == 6) tps[1] = 2100;   // atomic 16 B, 4 clients: now loses to waitlist (3500)
+    if (i == 8) tps[2] = 9000;   // waitlist 1 KiB, 1 client
+    if (i == 3) tps[2] = -1;     // waitlist 16 B, 8 clients
+    cells[i] = with_repetitions(cells[i], tps);
+  }
+  const std::string result = dir.write("r.json", result_file(cells));
+  const std::string csv = dir.write("t.csv", kTable);
+  const Run r = compare(result, csv);
+
+  const ojson& sm = r.cmp["summary"];
+  CHECK(sm["targets"]["peaks_within_2x"]["count"] == 4);
+  CHECK(sm["targets"]["winners_agree"]["count"] == 4);
+  CHECK(r.cmp["series"][0]["curves"][1]["points"][2]["result_tps_range"] == ojson::array({2100.0, 4500.0}));
+  CHECK(sm["repetition_spread"]["points"] == 16);
+  CHECK(sm["repetition_spread"]["max"].get<double>() == Approx(9000.0 / 600 - 1));
+
+  const ojson& per = r.cmp["per_repetition"];
+  REQUIRE(per.size() == 3);
+  CHECK(per[0]["repetition"] == 1);
+  CHECK(per[0]["seeds"] == ojson::array({1}));
+  CHECK(per[2]["seeds"] == ojson::array({3}));
+  for (const char* k : {"peaks_within_2x", "winners_agree", "ratios_within_35_pct"})
+    CHECK(per[0]["targets"][k] == sm["targets"][k]);  // repetition 1 is the median everywhere
+  CHECK(per[1]["targets"]["winners_agree"] ==
+        ojson{{"count", 3}, {"of", 4}, {"share", 0.75}, {"target", 0.8}, {"met", false}});
+  CHECK(per[1]["targets"]["ratios_within_35_pct"]["count"].get<size_t>() ==
+        per[0]["targets"]["ratios_within_35_pct"]["count"].get<size_t>() - 1);  // 0.60 against 1.33
+  CHECK(per[1]["targets"]["peaks_within_2x"]["met"] == true);
+  CHECK(per[2]["targets"]["peaks_within_2x"] ==
+        ojson{{"count", 3}, {"of", 4}, {"share", 0.75}, {"target", 0.8}, {"met", false}});
+  CHECK(per[2]["failed"] == 1);  // its 16 B 8-client waitlist repetition
+  CHECK(per[2]["targets"]["ratios_within_35_pct"]["of"] == 7);
+  CHECK(per[2]["winners"]["scored"] == 3);
+  CHECK(per[1]["mismatches"] == 1);
+
+  CHECK(r.text.find("result tps  result range") != std::string::npos);
+  CHECK(r.text.find("4500     2100-4500") != std::string::npos);
+  CHECK(r.text.find("repetitions:    3; a point's result tps is their median") != std::string::npos);
+  CHECK(r.text.find("targets met by single repetitions: peaks 2 of 3, winners 2 of 3, ratios 3 of 3\n") !=
+        std::string::npos);
+  CHECK(r.text.find("repetition  seed  peaks within 2x  winners agree  ratio errors <= 35%  failed cells\n") !=
+        std::string::npos);
+  CHECK(r.text.find("3/4 = 75%") != std::string::npos);
 }
 
 TEST_CASE("fidelity: published ties are counted apart from winners", "[fidelity]") {
@@ -508,6 +583,8 @@ TEST_CASE("fidelity: text layout (golden)", "[fidelity]") {
         "published ties: 1 point within 10%; the result within 5% at 0 (not scored)\n"
         "ratio errors:   3 points; median 12.5%, 90th percentile 12.8%, max 12.8%; under 10%: 1, under 25%: 3, "
         "under 50%: 3\n"
+        "targets:        peaks within 2x 2/2 = 100% (target 80%: met); winners agree 2/2 = 100% (target 80%: met); "
+        "ratio errors <= 35% 3/3 = 100% (target 70%: met)\n"
         "\n"
         "by series       peak distances  winners agree  published ties (result tie)  ratio errors  median    p90    "
         "max  <10%  <25%  <50%\n"
@@ -736,7 +813,7 @@ TEST_CASE("fidelity: --json writes the comparison atomically", "[fidelity]") {
   const ojson expected = fidelity_compare(json::parse(std::ifstream(opts.result_path)),
                                           load_reference_csv(opts.reference_path), opts);
   CHECK(written == expected);
-  CHECK(written["fidelity_version"] == 2);
+  CHECK(written["fidelity_version"] == 3);
   CHECK(written.begin().key() == "fidelity_version");  // ordered as documented
   CHECK(render_fidelity(written) == out.str());
 

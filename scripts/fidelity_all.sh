@@ -2,7 +2,9 @@
 # Regenerates results/fidelity/: for each simulated result file, `walbench compare --reference`
 # against the published table its config reproduces, as text (<table>.txt, what the command
 # prints), JSON (<table>.json, harness/RESULTS.md "Fidelity comparison files") and a plot
-# (<table>.png, scripts/plot_fidelity.py).
+# (<table>.png, scripts/plot_fidelity.py); then results/fidelity/totals.txt adds the fidelity
+# bar's targets up over every tps table there, on the medians and per repetition (seed)
+# (scripts/fidelity_totals.py).
 #
 # Usage: scripts/fidelity_all.sh [RESULT.json ...]
 #   default: every results/*-sim-*.json. Run from anywhere; paths are relative to the repo.
@@ -81,4 +83,5 @@ for result in "$@"; do
     "$python" scripts/plot_fidelity.py "$out_dir/$table.json" "$out_dir/$table.png" "${plot_options[@]}"
   fi
 done
+"$python" scripts/fidelity_totals.py "$out_dir"/*.json -o "$out_dir/totals.txt" || status=1
 exit $status

@@ -8,9 +8,10 @@ compared while the absolute numbers of a real PostgreSQL and of the model differ
     scripts/plot_fidelity.py RESULT.json REFERENCE.csv OUT.png [--sizes ...] [--raw] [--title TEXT]
 
 COMPARISON.json is what `walbench compare RESULT --reference CSV --json COMPARISON.json` writes
-(fidelity_version 2, harness/RESULTS.md): it plots the client counts both sides have, with the
---fix slice and --variant renames of that comparison, and draws fitted points (reference rows the
-config was set up from, not scored) as open markers. RESULT.json REFERENCE.csv plots the raw
+(fidelity_version 2 or 3, harness/RESULTS.md): it plots the client counts both sides have, with
+the --fix slice and --variant renames of that comparison, draws fitted points (reference rows the
+config was set up from, not scored) as open markers and, where the cells had several repetitions
+(seeds on the simulator), their min-max range as a band around the simulated median. RESULT.json REFERENCE.csv plots the raw
 files instead, every client count of each side (tables with a record_size column and no other).
 --raw plots tps as measured instead of normalised. Needs python3-matplotlib (Debian).
 """
@@ -20,7 +21,7 @@ import json
 import sys
 from collections import defaultdict
 
-FIDELITY_VERSION = 2
+FIDELITY_VERSIONS = (2, 3)
 
 
 def load_reference(path):
@@ -45,7 +46,8 @@ def load_result(path):
 
 
 def panels_from_files(result, reference):
-    """[(title, [(variant, published {clients: tps}, simulated {clients: tps}, fitted set)])]"""
+    """[(title, [(variant, published {clients: tps}, simulated {clients: tps}, fitted set,
+    simulated {clients: (min, max)})])]"""
     ref = load_reference(reference)
     sim = load_result(result)
     sizes = sorted({s for (_, s) in ref}, key=lambda s: int(s) if s.isdigit() else 0)
@@ -56,14 +58,14 @@ def panels_from_files(result, reference):
         for v in variants:
             pub, res = ref.get((v, size), {}), sim.get((v, size), {})
             if set(pub) & set(res):
-                curves.append((v, pub, res, set()))
+                curves.append((v, pub, res, set(), {}))
         panels.append((size, f"{size} B" if size else "", curves))
     return panels
 
 
 def panels_from_comparison(doc, path):
-    if not isinstance(doc, dict) or doc.get("fidelity_version") != FIDELITY_VERSION:
-        sys.exit(f"{path}: expected a comparison of fidelity_version {FIDELITY_VERSION} "
+    if not isinstance(doc, dict) or doc.get("fidelity_version") not in FIDELITY_VERSIONS:
+        sys.exit(f"{path}: expected a comparison of fidelity_version {' or '.join(map(str, FIDELITY_VERSIONS))} "
                  f"(walbench compare --reference --json), found "
                  f"{doc.get('fidelity_version') if isinstance(doc, dict) else 'no object'}")
     panels = []
@@ -75,7 +77,9 @@ def panels_from_comparison(doc, path):
             pub = {p["clients"]: p["reference_tps"] for p in c["points"]}
             res = {p["clients"]: p["result_tps"] for p in c["points"]}
             fitted = {p["clients"] for p in c["points"] if p["fitted"]}
-            curves.append((c["variant"], pub, res, fitted))
+            ranges = {p["clients"]: tuple(p["result_tps_range"]) for p in c["points"]
+                      if p.get("result_tps_range")}
+            curves.append((c["variant"], pub, res, fitted, ranges))
         panels.append((size, title, curves))
     return panels
 
@@ -113,9 +117,9 @@ def main():
 
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    any_fitted = False
+    any_fitted = any_range = False
     for ax, (_, title, curves) in zip(axes[0], panels):
-        for i, (v, pub, res, fitted) in enumerate(curves):
+        for i, (v, pub, res, fitted, ranges) in enumerate(curves):
             base_clients = min(set(pub) & set(res))
             color = colors[i % len(colors)]
             for src, pts, style in (("published", pub, "-"), ("simulated", res, "--")):
@@ -127,6 +131,11 @@ def main():
                 if fx:
                     any_fitted = True
                     ax.plot(fx, [pts[x] / base for x in fx], "o", ms=7, mfc="none", color=color)
+                if src == "simulated" and ranges:
+                    any_range = True
+                    rx = sorted(x for x in xs if x in ranges)
+                    ax.fill_between(rx, [ranges[x][0] / base for x in rx], [ranges[x][1] / base for x in rx],
+                                    color=color, alpha=0.15, linewidth=0)
         ax.set_xscale("log", base=2)
         ax.set_title(title)
         ax.set_xlabel("clients")
@@ -136,6 +145,8 @@ def main():
     title = args.title
     if any_fitted:
         title = (title + "\n" if title else "") + "open circles: fitted points (the config was set up from them; not scored)"
+    if any_range:
+        title = (title + "\n" if title else "") + "bands: the simulated repetitions' (seeds') min-max range"
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()
