@@ -161,6 +161,7 @@ struct Point {
   bool ok = false;            // ok and a tps (the metric: summary.tps_median or one repetition's)
   double tps = 0;
   std::optional<std::pair<double, double>> tps_range;  // summary tps_min, tps_max (2+ repetitions)
+  std::vector<double> rep_tps;  // each repetition's tps (2+ repetitions, all ok); else empty
   std::string error;
 };
 
@@ -475,10 +476,12 @@ ReferenceTable load_reference_csv(const std::string& path) {
 }
 
 // One comparison of the result's tps with the table. `repetition`: score repetition r's tps
-// (0-based) of every cell instead of its median; a cell without it, or whose repetition failed,
-// is a failed cell of that comparison.
+// (0-based) of every cell instead of its median; a failed cell (the runner fails a cell at its
+// first failed repetition) or one without repetition r is a failed cell of that comparison, so
+// every scoring of a file compares the same ok cells. `compared_cells`, when given, receives
+// the indices of the cells compared.
 ojson compare_tps(const json& result, const ReferenceTable& ref, const FidelityOptions& opts,
-                  std::optional<size_t> repetition) {
+                  std::optional<size_t> repetition, std::vector<size_t>* compared_cells = nullptr) {
   const std::string& rpath = opts.result_path;
   const json& cells = result.at("cells");
   if (!(opts.tie_pct >= 0 && opts.tie_pct < 100))
@@ -650,12 +653,13 @@ ojson compare_tps(const json& result, const ReferenceTable& ref, const FidelityO
     if (repetition) {
       const json* reps = cell.contains("repetitions") && cell["repetitions"].is_array() ? &cell["repetitions"] : nullptr;
       const json* r = reps && *repetition < reps->size() ? &(*reps)[*repetition] : nullptr;
-      if (!r) {
+      if (!p.ok) {
+        // the cell failed: not compared in any scoring
+      } else if (!r) {
         p.error = absl::StrFormat("no repetition %d", *repetition + 1);
         p.ok = false;
       } else if (r->is_object() && r->value("ok", false) && r->contains("tps") && (*r)["tps"].is_number()) {
         p.tps = (*r)["tps"].get<double>();
-        p.ok = true;  // a cell whose other repetition failed still has this one
       } else {
         p.error = absl::StrFormat("repetition %d failed", *repetition + 1);
         p.ok = false;
@@ -666,6 +670,12 @@ ojson compare_tps(const json& result, const ReferenceTable& ref, const FidelityO
       if (summary->value("repetitions", 0) >= 2 && (*summary)["tps_min"].is_number() &&
           (*summary)["tps_max"].is_number())
         p.tps_range = {{(*summary)["tps_min"].get<double>(), (*summary)["tps_max"].get<double>()}};
+      if (p.tps_range && cell.contains("repetitions") && cell["repetitions"].is_array()) {
+        for (const auto& r : cell["repetitions"])
+          if (r.is_object() && r.value("ok", false) && r.contains("tps") && r["tps"].is_number())
+            p.rep_tps.push_back(r["tps"].get<double>());
+        if (p.rep_tps.size() != cell["repetitions"].size()) p.rep_tps.clear();
+      }
     } else {
       if (p.ok) p.error = "no summary.tps_median";
       p.ok = false;
@@ -739,6 +749,7 @@ ojson compare_tps(const json& result, const ReferenceTable& ref, const FidelityO
       add_result_only(p, "a second cell for the same point (the first is compared)");
     } else {
       res[key] = &p;
+      if (compared_cells) compared_cells->push_back(p.cell);
       res_any.insert(key);
     }
   }
@@ -749,6 +760,7 @@ ojson compare_tps(const json& result, const ReferenceTable& ref, const FidelityO
     std::vector<uint64_t> grid;
     std::vector<double> ref, res;
     std::vector<std::optional<std::pair<double, double>>> res_range;  // the repetitions' min and max
+    std::vector<std::vector<double>> res_reps;                         // each repetition's tps
     std::vector<bool> fitted;  // per grid point: the reference row is fitted
   };
   std::vector<std::vector<Curve>> curves(series.size());
@@ -769,6 +781,7 @@ ojson compare_tps(const json& result, const ReferenceTable& ref, const FidelityO
           c.ref.push_back(ref_tps[key]);
           c.res.push_back(res[key]->tps);
           c.res_range.push_back(res[key]->tps_range);
+          c.res_reps.push_back(res[key]->rep_tps);
           c.fitted.push_back(fitted_by.count(key) > 0);
           if (c.label.empty()) c.label = res[key]->label;
         } else if (!res_any.count(key)) {
@@ -872,6 +885,7 @@ ojson compare_tps(const json& result, const ReferenceTable& ref, const FidelityO
         pj["result_tps"] = c.res[k];
         pj["result_tps_range"] =
             c.res_range[k] ? ojson::array({c.res_range[k]->first, c.res_range[k]->second}) : ojson(nullptr);
+        pj["result_tps_repetitions"] = c.res_reps[k].empty() ? ojson(nullptr) : ojson(c.res_reps[k]);
         if (c.res_range[k] && c.res_range[k]->first > 0) spreads.push_back(c.res_range[k]->second / c.res_range[k]->first - 1);
         pj["reference_shape"] = c.ref[0] > 0 ? ojson(c.ref[k] / c.ref[0]) : ojson(nullptr);
         pj["result_shape"] = c.res[0] > 0 ? ojson(c.res[k] / c.res[0]) : ojson(nullptr);
@@ -1055,20 +1069,33 @@ ojson compare_tps(const json& result, const ReferenceTable& ref, const FidelityO
 }
 
 ojson fidelity_compare(const json& result, const ReferenceTable& ref, const FidelityOptions& opts) {
-  ojson out = compare_tps(result, ref, opts, std::nullopt);
+  std::vector<size_t> compared;
+  ojson out = compare_tps(result, ref, opts, std::nullopt, &compared);
+  const json& cells = result.at("cells");
+  // Over the compared cells: the most repetitions one has, and whether they all ran on the
+  // simulator (where a repetition is a seed; on real threads or a server it is another run).
   size_t repetitions = 0;
-  for (const auto& cell : result.at("cells"))
+  bool simulated = !compared.empty();
+  for (size_t i : compared) {
+    const json& cell = cells[i];
     if (cell.contains("repetitions") && cell["repetitions"].is_array())
       repetitions = std::max(repetitions, cell["repetitions"].size());
+    const bool sim = cell.contains("platform") && cell["platform"].is_object() &&
+                     cell["platform"].value("kind", std::string()) == "sim";
+    simulated = simulated && sim;
+  }
+  out["repetitions_are_seeds"] = simulated;
   ojson per = ojson::array();
   for (size_t r = 0; repetitions >= 2 && r < repetitions; ++r) {
     const ojson one = compare_tps(result, ref, opts, r);
     std::set<uint64_t> seeds;
-    for (const auto& cell : result.at("cells"))
+    for (size_t i : compared) {
+      const json& cell = cells[i];
       if (cell.contains("repetitions") && cell["repetitions"].is_array() && r < cell["repetitions"].size() &&
           cell["repetitions"][r].is_object() && cell["repetitions"][r].contains("seed") &&
           cell["repetitions"][r]["seed"].is_number_unsigned())
         seeds.insert(cell["repetitions"][r]["seed"].get<uint64_t>());
+    }
     const ojson& sm = one["summary"];
     per.push_back({{"repetition", r + 1},
                    {"seeds", seeds},
@@ -1254,27 +1281,41 @@ std::string render_fidelity(const ojson& cmp) {
                            "over %d points: median %s, 90th percentile %s, max %s\n",
                            per.size(), spread["points"].get<size_t>(), fmt_pct(spread["median"].get<double>()),
                            fmt_pct(spread["p90"].get<double>()), fmt_pct(spread["max"].get<double>()));
-    o << "each repetition scored alone (on the simulator a repetition is a seed: run.seed + repetition - 1):\n";
+    const bool seeds = cmp["repetitions_are_seeds"].get<bool>();
+    o << (seeds ? "each seed scored alone (repetition r runs seed run.seed + r - 1; one seed's curve is noisier "
+                  "than the median over all, so a single seed misses a target more often than the median does):\n"
+                : "each repetition scored alone (repetition r is the r-th run of every cell, real runs: "
+                  "noisier than the median over all):\n");
     std::vector<std::vector<std::string>> rep_rows;
     std::map<std::string, size_t> met;
+    size_t met_all = 0;
     const std::vector<std::string> keys{"peaks_within_2x", "winners_agree", "ratios_within_35_pct"};
     for (const auto& r : per) {
-      std::vector<std::string> seeds;
-      for (const auto& seed : r["seeds"]) seeds.push_back(std::to_string(seed.get<uint64_t>()));
-      std::vector<std::string> row{std::to_string(r["repetition"].get<size_t>()),
-                                   seeds.empty() ? "-" : absl::StrJoin(seeds, " ")};
+      std::vector<std::string> row{std::to_string(r["repetition"].get<size_t>())};
+      if (seeds) {
+        std::vector<std::string> list;
+        for (const auto& seed : r["seeds"]) list.push_back(std::to_string(seed.get<uint64_t>()));
+        row.push_back(list.empty() ? "-" : absl::StrJoin(list, " "));
+      }
+      bool all = true;
       for (const auto& k : keys) {
         row.push_back(target_text(r["targets"][k], false));
-        if (r["targets"][k]["met"].is_boolean() && r["targets"][k]["met"].get<bool>()) ++met[k];
+        const bool m = r["targets"][k]["met"].is_boolean() && r["targets"][k]["met"].get<bool>();
+        if (m) ++met[k];
+        all = all && (m || r["targets"][k]["met"].is_null());
       }
+      if (all) ++met_all;
       row.push_back(std::to_string(r["failed"].get<size_t>()));
       rep_rows.push_back(row);
     }
-    o << render_table({"repetition", "seed", "peaks within 2x", "winners agree", "ratio errors <= 35%", "failed cells"},
-                      rep_rows);
-    o << absl::StrFormat("targets met by single repetitions: peaks %d of %d, winners %d of %d, ratios %d of %d\n",
-                         met["peaks_within_2x"], per.size(), met["winners_agree"], per.size(),
-                         met["ratios_within_35_pct"], per.size());
+    std::vector<std::string> header{"repetition", "seed", "peaks within 2x", "winners agree", "ratio errors <= 35%",
+                                    "failed cells"};
+    if (!seeds) header.erase(header.begin() + 1);
+    o << render_table(header, rep_rows);
+    o << absl::StrFormat("targets met by single %s: peaks %d of %d, winners %d of %d, ratios %d of %d, all three "
+                         "%d of %d\n",
+                         seeds ? "seeds" : "repetitions", met["peaks_within_2x"], per.size(), met["winners_agree"],
+                         per.size(), met["ratios_within_35_pct"], per.size(), met_all, per.size());
   }
 
   // Per series, one line each.

@@ -47,20 +47,26 @@
 //             r_res > 1 + tie or r_res < 1 - tie). A point inside the threshold is a
 //             "published tie": counted apart, with how often the result is within the tie band
 //             too, as information and not as a score.
-// Targets. The project's fidelity bar (issue 10; results/README.md "Simulated vs published"):
-// a peak within 2x for at least 80% of scored curves, the winner agreeing at 80% or more of the
-// scored points, a ratio error of at most 35% at 70% or more of the ratio points. The summary
-// gives each as count / of, share and met (null when nothing was scored); a table's counts add
-// up with other tables' to the bar's totals (scripts/fidelity_totals.py).
 //
-// Repetitions. The result tps of a point is the cell's median over its repetitions (on the
-// simulator each repetition is a seed, run.seed + repetition - 1), shown with their range; the
-// summary gives the spread max / min - 1 over the points (median, 90th percentile, max). With 2
-// or more repetitions the table is scored again from each repetition's tps alone
-// (`per_repetition`: the targets, peaks, winners and ratio errors of each), so that a verdict
-// that one seed would flip is seen as such; a cell whose repetition r failed or is missing is a
-// failed cell of repetition r's scoring.
-// // A summary gives, for the table: the peak distances (median, max, how many within 2x and at
+// Targets. The project's fidelity bar (issue 10; results/README.md "Simulated vs published"):
+// a peak within 2x for at least 80% of scored curves (3 or more unfitted common points), the
+// winner agreeing at 80% or more of the scored winner points, a ratio error of at most 35% at
+// 70% or more of the ratio points. The summary gives each as count / of, share and met (null
+// when nothing was scored); a table's counts add up with other tables' to the bar's totals
+// (scripts/fidelity_totals.py).
+//
+// Repetitions. The result tps of a point is the cell's median over its repetitions, shown with
+// their range (and each repetition's tps in the JSON); the summary gives their spread
+// max / min - 1 over the points (median, 90th percentile, max). With 2 or more repetitions the
+// table is also scored from each repetition's tps alone (`per_repetition`: the targets, peaks,
+// winners and ratio errors of each). On the simulator a repetition is a seed (run.seed +
+// repetition - 1; `repetitions_are_seeds`), elsewhere another run of the same cell. A single
+// repetition's curve is noisier than the median (its peak is the argmax of one noisy curve), so
+// it misses a target more often than the median does: the per-repetition rows show how far the
+// scores move with the seed, not how the median verdict would move. Failed cells are left out of
+// every scoring alike (the runner fails a cell at its first failed repetition).
+//
+// A summary gives, for the table: the peak distances (median, max, how many within 2x and at
 // the same client count), winners agreeing / scored, published ties, the ratio errors, the
 // fitted entries with their reasons, one line per winner disagreement and per peak more than
 // 2x away, and the points on one side only and the failed cells.

@@ -532,11 +532,11 @@ int real_main(int argc, char** argv) {
       "named like the other CSV columns (workload.record_size -> record_size); absolute tps are "
       "shown, not scored, and so are the points the config was fitted to (its \"fitted\" list). "
       "Scored: peak distance, ratio errors, and winners where the published ratio is off 1 by more "
-      "than --win-threshold-pct; against the fidelity bar (peaks within 2x for 80% of curves, "
+      "than --win-threshold-pct; against the fidelity bar (peaks within 2x for 80% of scored curves, "
       "winners at 80% of scored points, ratio errors <= 35% at 70%). A cell's tps is its median over "
       "its repetitions; with 2 or more (run.repetitions: seeds on the simulator) the table is also "
-      "scored from each repetition alone, so a verdict one seed would flip shows; "
-      "scripts/fidelity_totals.py adds the bar up over several tables. Exit status: 0 the comparison "
+      "scored from each repetition alone (noisier than the median: it shows how far the scores move "
+      "with the seed); scripts/fidelity_totals.py adds the bar up over several tables. Exit status: 0 the comparison "
       "was made (mismatches are findings); 2 bad input or no overlapping cells.");
 
   // calibrate

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """The fidelity bar over several published tables at once: adds up the targets of
 `walbench compare --reference --json` files (harness/fidelity.h "Targets": peaks within 2x for
-80% of curves, winners agreeing at 80% of scored points, ratio errors <= 35% at 70% of points),
+80% of scored curves, winners agreeing at 80% of scored points, ratio errors <= 35% at 70% of points),
 once on each cell's median over its repetitions and once per repetition (on the simulator a
 repetition is a seed), so that a verdict that one seed would flip shows as such.
 
     scripts/fidelity_totals.py [COMPARISON.json ...] [-o OUT.txt]
 
 Default inputs: results/fidelity/*.json. Wait-event comparisons (no tps curves) are skipped and
-named. Repetition r of the totals adds repetition r of every table that has one; a table with
-fewer repetitions is named under that row. Exit 2 with one line on stderr for a file that is not
+named. The per-repetition rows add repetition r of the tables that have the most repetitions
+(each row the same tables, with their medians beside); a table with fewer is named and left out
+of those rows. Exit 2 with one line on stderr for a file that is not
 a comparison of fidelity_version 3.
 """
 import argparse
@@ -72,7 +73,7 @@ def totals_text(paths):
     for key, _ in TARGETS:
         share[key] = first[key]["target"]
     out = ["Fidelity bar over %d published table%s (scripts/fidelity_totals.py; harness/fidelity.h \"Targets\": "
-           "peaks within 2x for %.0f%% of curves, winners agreeing at %.0f%% of scored points, ratio errors "
+           "peaks within 2x for %.0f%% of scored curves, winners agreeing at %.0f%% of scored points, ratio errors "
            "<= 35%% at %.0f%% of ratio points)\n" % (len(docs), "" if len(docs) == 1 else "s",
                                                      100 * share["peaks_within_2x"], 100 * share["winners_agree"],
                                                      100 * share["ratios_within_35_pct"])]
@@ -87,30 +88,42 @@ def totals_text(paths):
     rows.append(["all tables (cell medians)", ""] + [cell(median_total[k], share[k]) for k, _ in TARGETS])
     out.append(table(["table", "repetitions"] + [label for _, label in TARGETS], rows))
     if reps >= 2:
-        out.append("\nEach repetition alone, added over the tables (a cell's tps from that repetition only):\n")
-        rows, met = [], {k: 0 for k, _ in TARGETS}
-        lacking_notes = []
+        # Only tables with all `reps` repetitions are pooled per repetition, and their medians are
+        # given again beside, so that every row of this block adds up the same tables.
+        full = [(p, d) for p, d in docs if len(d.get("per_repetition", [])) == reps]
+        left = [os.path.basename(p) for p, d in docs if len(d.get("per_repetition", [])) != reps]
+        seeds_note = all(d.get("repetitions_are_seeds", False) for _, d in full)
+        out.append("\nEach %s alone, added over the %d table%s with %d repetitions (repetition r of every "
+                   "table pooled%s; a single %s is noisier than the median, so it misses more often: "
+                   "the rows show how far the scores move, the medians are the verdict):\n"
+                   % ("seed" if seeds_note else "repetition", len(full), "" if len(full) == 1 else "s", reps,
+                      ", seed run.seed + r - 1 of each" if seeds_note else "", "seed" if seeds_note else "repetition"))
+        rows, met, met_all = [], {k: 0 for k, _ in TARGETS}, 0
+        subset_median = {}
+        for _, d in full:
+            add(subset_median, d["summary"]["targets"])
+        rows.append(["medians", ""] + [cell(subset_median[k], share[k]) for k, _ in TARGETS])
         for r in range(reps):
-            total, seeds, lacking = {}, set(), []
-            for path, d in docs:
-                per = d.get("per_repetition", [])
-                if r < len(per):
-                    add(total, per[r]["targets"])
-                    seeds.update(per[r]["seeds"])
-                else:
-                    lacking.append(os.path.basename(path))
+            total, seeds = {}, set()
+            for _, d in full:
+                add(total, d["per_repetition"][r]["targets"])
+                seeds.update(d["per_repetition"][r]["seeds"])
+            all_met = True
             for k, _ in TARGETS:
                 c, n = total[k]
                 if n and c >= share[k] * n:
                     met[k] += 1
+                elif n:
+                    all_met = False
+            met_all += all_met
             rows.append([str(r + 1), " ".join(map(str, sorted(seeds))) or "-"] +
                         [cell(total[k], share[k]) for k, _ in TARGETS])
-            if lacking:
-                lacking_notes.append(f"repetition {r + 1} lacks: {', '.join(lacking)}")
         out.append(table(["repetition", "seeds"] + [label for _, label in TARGETS], rows))
-        out.append("targets met by single repetitions: " +
-                   ", ".join(f"{label} {met[k]} of {reps}" for k, label in TARGETS) + "\n")
-        out.extend(note + "\n" for note in lacking_notes)
+        out.append("targets met by single %ss: " % ("seed" if seeds_note else "repetition") +
+                   ", ".join(f"{label} {met[k]} of {reps}" for k, label in TARGETS) +
+                   f", all three {met_all} of {reps}\n")
+        if left:
+            out.append(f"not pooled per repetition (fewer than {reps} repetitions): {', '.join(left)}\n")
     if skipped:
         out.append("not tps tables (wait-event comparisons), left out: " +
                    ", ".join(os.path.basename(p) for p in skipped) + "\n")

@@ -67,16 +67,22 @@ class Totals(unittest.TestCase):
         rep2 = next(line for line in lines if line.startswith("2 "))
         self.assertIn("10/12 = 83% (met)", rep2)
         self.assertIn("targets met by single repetitions: peaks within 2x 0 of 2, winners agree 2 of 2, "
-                      "ratio errors <= 35% 2 of 2", text)
+                      "ratio errors <= 35% 2 of 2, all three 0 of 2", text)
         self.assertIn("left out: w.json", text)
+        self.assertIn("Each repetition alone, added over the 2 tables with 2 repetitions", text)
 
-    def test_a_table_with_fewer_repetitions_is_named(self):
+    def test_a_table_with_fewer_repetitions_is_left_out_of_the_rows_and_named(self):
         a = self.write("a.json", comparison(((4, 5), (4, 5), (4, 5)),
                                             [((4, 5), (4, 5), (4, 5)), ((3, 5), (4, 5), (4, 5))]))
         b = self.write("one.json", comparison(((1, 1), (1, 1), (1, 1))))
         text = self.run_totals(a, b)
-        self.assertIn("repetition 1 lacks: one.json", text)
-        self.assertIn("repetition 2 lacks: one.json", text)
+        self.assertIn("not pooled per repetition (fewer than 2 repetitions): one.json", text)
+        lines = text.splitlines()
+        medians = next(line for line in lines if line.startswith("medians"))
+        self.assertIn("4/5 = 80% (met)", medians)  # a.json alone, not 5/6
+        rep2 = next(line for line in lines if line.startswith("2 "))
+        self.assertIn("3/5 = 60% (missed)", rep2)
+        self.assertIn("all three 1 of 2", text)
 
     def test_one_repetition_has_no_per_repetition_rows(self):
         a = self.write("a.json", comparison(((4, 5), (0, 0), (4, 5))))

@@ -11,7 +11,8 @@ COMPARISON.json is what `walbench compare RESULT --reference CSV --json COMPARIS
 (fidelity_version 2 or 3, harness/RESULTS.md): it plots the client counts both sides have, with
 the --fix slice and --variant renames of that comparison, draws fitted points (reference rows the
 config was set up from, not scored) as open markers and, where the cells had several repetitions
-(seeds on the simulator), their min-max range as a band around the simulated median. RESULT.json REFERENCE.csv plots the raw
+(seeds on the simulator), the repetitions' min-max as a band around the simulated median: each
+repetition normalised to its own tps at the smallest common client count (or raw with --raw). RESULT.json REFERENCE.csv plots the raw
 files instead, every client count of each side (tables with a record_size column and no other).
 --raw plots tps as measured instead of normalised. Needs python3-matplotlib (Debian).
 """
@@ -47,7 +48,7 @@ def load_result(path):
 
 def panels_from_files(result, reference):
     """[(title, [(variant, published {clients: tps}, simulated {clients: tps}, fitted set,
-    simulated {clients: (min, max)})])]"""
+    simulated {clients: [tps of each repetition]})])]"""
     ref = load_reference(reference)
     sim = load_result(result)
     sizes = sorted({s for (_, s) in ref}, key=lambda s: int(s) if s.isdigit() else 0)
@@ -77,11 +78,25 @@ def panels_from_comparison(doc, path):
             pub = {p["clients"]: p["reference_tps"] for p in c["points"]}
             res = {p["clients"]: p["result_tps"] for p in c["points"]}
             fitted = {p["clients"] for p in c["points"] if p["fitted"]}
-            ranges = {p["clients"]: tuple(p["result_tps_range"]) for p in c["points"]
-                      if p.get("result_tps_range")}
-            curves.append((c["variant"], pub, res, fitted, ranges))
+            reps = {p["clients"]: p["result_tps_repetitions"] for p in c["points"]
+                    if p.get("result_tps_repetitions")}
+            curves.append((c["variant"], pub, res, fitted, reps))
         panels.append((size, title, curves))
     return panels
+
+
+def seed_band(reps, xs, base_clients, raw):
+    """The repetitions' min-max of what is plotted, each repetition's tps (raw) or its own shape
+    (tps / its tps at base_clients), at the client counts where every repetition is known; None
+    unless every plotted point has them (a band with gaps would claim a range it does not have)."""
+    if not reps or any(x not in reps for x in xs) or len({len(reps[x]) for x in xs}) != 1:
+        return None
+    lo, hi = [], []
+    for x in xs:
+        vals = reps[x] if raw else [t / b if b else float("nan") for t, b in zip(reps[x], reps[base_clients])]
+        lo.append(min(vals))
+        hi.append(max(vals))
+    return xs, lo, hi
 
 
 def main():
@@ -119,7 +134,7 @@ def main():
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     any_fitted = any_range = False
     for ax, (_, title, curves) in zip(axes[0], panels):
-        for i, (v, pub, res, fitted, ranges) in enumerate(curves):
+        for i, (v, pub, res, fitted, reps) in enumerate(curves):
             base_clients = min(set(pub) & set(res))
             color = colors[i % len(colors)]
             for src, pts, style in (("published", pub, "-"), ("simulated", res, "--")):
@@ -131,11 +146,10 @@ def main():
                 if fx:
                     any_fitted = True
                     ax.plot(fx, [pts[x] / base for x in fx], "o", ms=7, mfc="none", color=color)
-                if src == "simulated" and ranges:
+                band = seed_band(reps, xs, base_clients, args.raw) if src == "simulated" else None
+                if band:
                     any_range = True
-                    rx = sorted(x for x in xs if x in ranges)
-                    ax.fill_between(rx, [ranges[x][0] / base for x in rx], [ranges[x][1] / base for x in rx],
-                                    color=color, alpha=0.15, linewidth=0)
+                    ax.fill_between(band[0], band[1], band[2], color=color, alpha=0.15, linewidth=0)
         ax.set_xscale("log", base=2)
         ax.set_title(title)
         ax.set_xlabel("clients")
@@ -146,7 +160,8 @@ def main():
     if any_fitted:
         title = (title + "\n" if title else "") + "open circles: fitted points (the config was set up from them; not scored)"
     if any_range:
-        title = (title + "\n" if title else "") + "bands: the simulated repetitions' (seeds') min-max range"
+        title = (title + "\n" if title else "") + ("bands: min-max over the simulated repetitions (seeds)" +
+                                                    ("" if args.raw else ", each normalised to itself"))
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()

@@ -7,7 +7,8 @@
 # machine's load does not change them). The `--set` overrides the newest old file of a config was
 # run with (context.overrides) are given again, so a file made with, say, run.repetitions=3 (three
 # seeds on the simulator) is remade with three; OVERRIDES="KEY=VALUE ..." replaces them for every
-# config of this call (OVERRIDES="" runs the configs as they are).
+# config of this call (OVERRIDES="" runs the configs as they are; values split at whitespace).
+# A config's old files are the results/*.json whose context.config_files is that config alone.
 #
 # Usage: scripts/rerun_results.sh [--sim-only | --threads-only] [CONFIG ...]
 #   default: every configs/*.json that a results/*.json was made from.
@@ -45,13 +46,40 @@ for config in "${configs[@]}"; do
   [[ -f $config ]] || { echo "rerun_results: $config: no such config; skipped" >&2; status=1; continue; }
   if is_sim "$config"; then [[ $only == --threads-only ]] && continue; else [[ $only == --sim-only ]] && continue; fi
   name=$(basename "$config" .json)
-  old=(results/*-"$name".json)
+  # The config's old files: those whose context.config_files is this config alone (a name
+  # pattern would also take postgres-quick's for quick), oldest first by context.date.
+  old_text=$("$python" - "$config" <<'PY'
+import glob, json, os, sys
+config = os.path.normpath(sys.argv[1])
+found = []
+for path in glob.glob("results/*.json"):
+    context = json.load(open(path)).get("context", {})
+    if [os.path.normpath(f) for f in context.get("config_files", [])] == [config]:
+        found.append((context.get("date", ""), path))
+print("\n".join(path for _, path in sorted(found)))
+PY
+)
+  old=()
+  [[ -n $old_text ]] && mapfile -t old <<<"$old_text"
   sets=()
   if [[ -v OVERRIDES ]]; then
-    for o in $OVERRIDES; do sets+=(--set "$o"); done
-  elif [[ -f ${old[-1]} ]]; then
-    mapfile -t recorded < <("$python" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["context"].get("overrides", [])))' "${old[-1]}")
-    for o in "${recorded[@]}"; do [[ -n $o ]] && sets+=(--set "$o"); done
+    read -ra given <<<"$OVERRIDES"
+    for o in "${given[@]}"; do sets+=(--set "$o"); done
+  elif ((${#old[@]} > 0)); then
+    # Under set -e a failing command substitution ends the script (a failing process
+    # substitution would not: the config would silently run without its overrides).
+    recorded_text=$("$python" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["context"].get("overrides") or []))' "${old[-1]}")
+    mapfile -t recorded <<<"$recorded_text"
+    for o in "${recorded[@]}"; do
+      [[ -n $o ]] || continue
+      # A recorded dsn has its password removed (harness/postgres_config.cc): replaying it would
+      # replace the config's dsn with a password-less one.
+      if [[ $o == platform.dsn=* ]]; then
+        echo "rerun_results: $config: the recorded $o is not replayed (its password was removed); give it in OVERRIDES" >&2
+        continue
+      fi
+      sets+=(--set "$o")
+    done
   fi
   echo "rerun_results: $config ${sets[*]}"
   tmp=$(mktemp --suffix=.json)
