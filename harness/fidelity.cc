@@ -340,14 +340,20 @@ double quantile(const std::vector<double>& v, double q) {
   return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
+// points, median, 90th percentile and max of `values` (null statistics when there are none).
+ojson distribution(std::vector<double>& values) {
+  std::sort(values.begin(), values.end());
+  ojson s = ojson::object();
+  s["points"] = values.size();
+  s["median"] = values.empty() ? ojson(nullptr) : ojson(quantile(values, 0.5));
+  s["p90"] = values.empty() ? ojson(nullptr) : ojson(quantile(values, 0.9));
+  s["max"] = values.empty() ? ojson(nullptr) : ojson(values.back());
+  return s;
+}
+
 // The distribution of ratio errors |r_res / r_pub - 1|.
 ojson error_stats(std::vector<double> errors) {
-  std::sort(errors.begin(), errors.end());
-  ojson s = ojson::object();
-  s["points"] = errors.size();
-  s["median"] = errors.empty() ? ojson(nullptr) : ojson(quantile(errors, 0.5));
-  s["p90"] = errors.empty() ? ojson(nullptr) : ojson(quantile(errors, 0.9));
-  s["max"] = errors.empty() ? ojson(nullptr) : ojson(errors.back());
+  ojson s = distribution(errors);
   for (const auto& [key, limit] : {std::pair{"under_10_pct", 0.10}, {"under_25_pct", 0.25}, {"under_50_pct", 0.50}})
     s[key] = std::count_if(errors.begin(), errors.end(), [&](double e) { return e < limit; });
   return s;
@@ -393,15 +399,7 @@ ojson target_scores(const std::vector<double>& distances, size_t winners_agree, 
 }
 
 // How far apart a point's repetitions are: max / min - 1 per compared point with 2+ repetitions.
-ojson spread_stats(std::vector<double> spreads) {
-  std::sort(spreads.begin(), spreads.end());
-  ojson s = ojson::object();
-  s["points"] = spreads.size();
-  s["median"] = spreads.empty() ? ojson(nullptr) : ojson(quantile(spreads, 0.5));
-  s["p90"] = spreads.empty() ? ojson(nullptr) : ojson(quantile(spreads, 0.9));
-  s["max"] = spreads.empty() ? ojson(nullptr) : ojson(spreads.back());
-  return s;
-}
+ojson spread_stats(std::vector<double> spreads) { return distribution(spreads); }
 
 // "11/14 = 79% (target 80%: missed)"; "n/a" when nothing was scored.
 std::string target_text(const ojson& t, bool with_target) {
