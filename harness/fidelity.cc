@@ -160,7 +160,6 @@ struct Point {
   std::string why_not;        // set when the cell cannot be placed at all
   bool ok = false;            // ok and a tps (the metric: summary.tps_median or one repetition's)
   double tps = 0;
-  std::optional<std::pair<double, double>> tps_range;  // summary tps_min, tps_max (2+ repetitions)
   std::vector<double> rep_tps;  // each repetition's tps (2+ repetitions, all ok); else empty
   std::string error;
 };
@@ -665,10 +664,7 @@ ojson compare_tps(const json& result, const ReferenceTable& ref, const FidelityO
     } else if (p.ok && summary && summary->is_object() && summary->contains("tps_median") &&
                (*summary)["tps_median"].is_number()) {
       p.tps = (*summary)["tps_median"].get<double>();
-      if (summary->value("repetitions", 0) >= 2 && (*summary)["tps_min"].is_number() &&
-          (*summary)["tps_max"].is_number())
-        p.tps_range = {{(*summary)["tps_min"].get<double>(), (*summary)["tps_max"].get<double>()}};
-      if (p.tps_range && cell.contains("repetitions") && cell["repetitions"].is_array()) {
+      if (cell.contains("repetitions") && cell["repetitions"].is_array() && cell["repetitions"].size() >= 2) {
         for (const auto& r : cell["repetitions"])
           if (r.is_object() && r.value("ok", false) && r.contains("tps") && r["tps"].is_number())
             p.rep_tps.push_back(r["tps"].get<double>());
@@ -757,8 +753,7 @@ ojson compare_tps(const json& result, const ReferenceTable& ref, const FidelityO
     std::string variant, label;
     std::vector<uint64_t> grid;
     std::vector<double> ref, res;
-    std::vector<std::optional<std::pair<double, double>>> res_range;  // the repetitions' min and max
-    std::vector<std::vector<double>> res_reps;                         // each repetition's tps
+    std::vector<std::vector<double>> res_reps;  // each repetition's tps (empty: one repetition)
     std::vector<bool> fitted;  // per grid point: the reference row is fitted
   };
   std::vector<std::vector<Curve>> curves(series.size());
@@ -778,7 +773,6 @@ ojson compare_tps(const json& result, const ReferenceTable& ref, const FidelityO
           c.grid.push_back(n);
           c.ref.push_back(ref_tps[key]);
           c.res.push_back(res[key]->tps);
-          c.res_range.push_back(res[key]->tps_range);
           c.res_reps.push_back(res[key]->rep_tps);
           c.fitted.push_back(fitted_by.count(key) > 0);
           if (c.label.empty()) c.label = res[key]->label;
@@ -881,10 +875,16 @@ ojson compare_tps(const json& result, const ReferenceTable& ref, const FidelityO
         pj["clients"] = c.grid[k];
         pj["reference_tps"] = c.ref[k];
         pj["result_tps"] = c.res[k];
-        pj["result_tps_range"] =
-            c.res_range[k] ? ojson::array({c.res_range[k]->first, c.res_range[k]->second}) : ojson(nullptr);
-        pj["result_tps_repetitions"] = c.res_reps[k].empty() ? ojson(nullptr) : ojson(c.res_reps[k]);
-        if (c.res_range[k] && c.res_range[k]->first > 0) spreads.push_back(c.res_range[k]->second / c.res_range[k]->first - 1);
+        const std::vector<double>& reps = c.res_reps[k];
+        if (reps.empty()) {
+          pj["result_tps_range"] = nullptr;
+          pj["result_tps_repetitions"] = nullptr;
+        } else {
+          const auto [lo, hi] = std::minmax_element(reps.begin(), reps.end());
+          pj["result_tps_range"] = ojson::array({*lo, *hi});
+          pj["result_tps_repetitions"] = reps;
+          if (*lo > 0) spreads.push_back(*hi / *lo - 1);
+        }
         pj["reference_shape"] = c.ref[0] > 0 ? ojson(c.ref[k] / c.ref[0]) : ojson(nullptr);
         pj["result_shape"] = c.res[0] > 0 ? ojson(c.res[k] / c.res[0]) : ojson(nullptr);
         pj["fitted"] = static_cast<bool>(c.fitted[k]);
