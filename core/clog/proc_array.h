@@ -43,8 +43,10 @@
 //   scan the dense xids array (4 bytes, 16 to a line) and, for each xid that is running, read
 //   its statusFlags byte and subxidStates entry (dense arrays of their own, as PostgreSQL's),
 //   a line at a time (P::read_run: on the sim the entries of a line arrive together, so a line
-//   is one load and its other entries hits). read_run is an approximation for simulator speed
-//   (sim.h "RUNS"), needed here: a load per entry cost 12,000 events per 4,096-client snapshot.
+//   is one load and its other entries hits, and the scan's misses overlap, up to 24 in flight,
+//   as an out-of-order core's independent loads do). read_run is an approximation for
+//   simulator speed (sim.h "RUNS"), needed here: a load per entry cost 12,000 events per
+//   4,096-client snapshot.
 //   The "pgxact" scan keeps the finer load per entry (its configs have at most 128 clients).
 //   What the approximation costs, measured on the CLOG config with "pgxact" priced both ways
 //   (a build not kept, seeds 1-3): group update over exclusive at 64 clients 1.03-1.06 per entry,

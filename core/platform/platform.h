@@ -33,7 +33,8 @@
 // | P::read_run(first, stride, n,  | a loop that reads n consecutive shared objects, the i-th at   |
 // |             read)              | first + i * stride, by calling read(i) (which loads them with |
 // |                                | the usual P calls): threads: just the loop; sim: priced as a  |
-// |                                | streamed scan, each cache line once (sim.h "RUNS"). For scans |
+// |                                | streamed scan, each cache line once, its misses overlapping   |
+// |                                | (sim.h "RUNS"). For scans                                     |
 // |                                | of dense arrays (GetSnapshotData's ProcGlobal->xids). read(i) |
 // |                                | only loads object i: on the sim it runs uncharged, so another |
 // |                                | access in it would be free and a store would wake no spinner. |

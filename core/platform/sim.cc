@@ -171,7 +171,10 @@ bool Simulation::fiber_finished(size_t i) const {
 }
 uint64_t Simulation::fiber_clock(size_t i) const { return fibers_.at(i)->clock; }
 size_t Simulation::current_fiber() const { return cur_ == nullptr ? kNoFiber : cur_->index; }
-uint64_t Simulation::now_ns() const { return cur_ != nullptr ? cur_->clock : now_; }
+// A clock read waits for the fiber's streamed misses in flight (sim.h "RUNS").
+uint64_t Simulation::now_ns() const {
+  return cur_ != nullptr ? std::max(cur_->clock, cur_->stream_done) : now_;
+}
 
 // =============================================================================================
 // Scheduler

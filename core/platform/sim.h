@@ -158,16 +158,35 @@
 //   touch no SimCounters (range_counters() counts them).
 //
 // RUNS (P::read_run: a scan of a dense array, GetSnapshotData's ProcGlobal->xids)
-//   The objects of one cache line arrive together: the first object read on a line is a load
-//   (a hit, or a miss that yields at its request's arrival like any other), each further object
-//   on the same line is a hit (line_hit_ns, counted in shared_ops and line_hits) with no yield
-//   in between, so the run's values on a line are those it held when the line was read. As a
-//   loop of P loads, a write by another core between two objects of one line would make the
-//   second a miss again; real cores read a line's 16 xids in a few ns, and one event per object
-//   made a 4,096-client snapshot cost 12,000 simulator events (the fsync-off matrix doubled).
-//   An approximation for speed: on the CLOG config it moved group update's advantage over the
-//   exclusive update by a few percent (core/clog/proc_array.h), so it is used only where a
-//   load per object is too slow.
+//   The objects of one cache line arrive together: the first object read on a line is a
+//   streamed load (below), each further object on the same line is a hit (line_hit_ns, counted
+//   in shared_ops and line_hits) with no yield in between, so the run's values on a line are
+//   those it held when the line was read. As a loop of P loads, a write by another core between
+//   two objects of one line would make the second a miss again; real cores read a line's 16
+//   xids in a few ns, and one event per object made a 4,096-client snapshot cost 12,000
+//   simulator events (the fsync-off matrix doubled). An approximation for speed: on the CLOG
+//   config it moved group update's advantage over the exclusive update by a few percent
+//   (core/clog/proc_array.h), so it is used only where a load per object is too slow.
+//   Streamed loads: a scan's loads do not depend on each other, so an out-of-order core keeps
+//   several of its misses in flight (and the L2 streamer prefetches ahead of a sequential
+//   scan). A line's first load is ordered at its issue (the fiber yields first to everything
+//   earlier, like any P operation): a hit costs line_hit_ns; a miss costs the fiber line_hit_ns
+//   to issue and its data is back a transfer later (from max(issue, the line's busy until), the
+//   line priced and counted as a load miss's), while the fiber goes on with the next objects.
+//   When kRangeLineParallelism (24, the same a-priori figure as RANGES) misses are outstanding
+//   the fiber waits until all of them are back, and its next P operation of any other kind, a
+//   clock read included, first waits for those left (Fiber::stream_done): consecutive runs with
+//   nothing between them (the dense scan: a run per line of xids, then runs of the flags and
+//   subxid states of its running entries) are one stream. Departures: a streamed miss is
+//   ordered at issue, not when its request reaches the line ("Misses"), so a write that lands
+//   while it travels is not seen; the window is taken in batches of 24 (the next batch issues
+//   when the slowest of the last is back) where a core frees its fill buffers one at a time;
+//   hits are charged at latency, one after another, where a tight loop retires L1 hits faster.
+//   Why: at thousands of clients GetSnapshotData's shared hold is a scan of 128-256 lines of
+//   xids most of which other cores wrote since; priced one miss after another (before 2026-12-03)
+//   it held ProcArrayLock about 6 us at 2,048 clients on icelake_2s, so the shared holds of the
+//   clients' snapshots overlapped with hardly a gap and a ProcArray group-clear leader waited a
+//   median 1.6 ms for the exclusive lock.
 //   read(i) is called uncharged (it must only load object i); the run ends any replay and spin
 //   detection (a scan is not a spin), and its hits do not check the time slice (a preemption
 //   waits for the next line's load, at most 15 hits later).
@@ -613,12 +632,15 @@ class Simulation {
 
   // Fiber side (running on a fiber stack).
   uint32_t access(Fiber& f, const void* p, Access k);
+  void stream_load(Fiber& f, const void* p);  // RUNS: a line's first load in a run
   void notify_write(uint32_t line, uint64_t at);
   void external_write(const void* p);
   bool replay_load(Fiber& f, const void* p, uint64_t* bits);
   void note_load(Fiber& f, const void* p, uint32_t line, uint64_t bits);
   void end_replay(Fiber& f);
-  void sync(Fiber& f);
+  void sync(Fiber& f);          // settle_stream, then order
+  void order(Fiber& f);         // yield to every earlier event (SCHEDULER)
+  void settle_stream(Fiber& f);  // wait for the streamed misses in flight (RUNS)
   void slice_expired(Fiber& f);
   void yield_ready(Fiber& f);
   void park(Fiber& f, uint32_t line, uint64_t deadline, bool timed);
@@ -763,6 +785,9 @@ struct Simulation::Fiber {
   uint32_t token = 0;
   uint64_t clock = 0;
   uint64_t sb_until = 0;  // when the last buffered store completes (COST MODEL "Store buffer")
+  // Streamed loads (RUNS): misses in flight not yet waited for, and when the last is back.
+  uint32_t stream_misses = 0;
+  uint64_t stream_done = 0;
   uint64_t event_time = 0;
   uint64_t slice_end = 0;
   uint64_t ready_at = 0;
@@ -888,9 +913,8 @@ bool Simulation::sim_cas(T* p, T& expected, T desired) {
   return true;
 }
 
-// RUNS (at the top). The first object on each line is a load (a hit or a miss, with its yield);
-// the others on that line follow at line_hit_ns each, with no yield in between; read(i) itself
-// is uncharged.
+// RUNS (at the top). The first object on each line is a streamed load; the others on that
+// line follow at line_hit_ns each, with no yield in between; read(i) itself is uncharged.
 template <class F>
 void Simulation::sim_read_run(const char* first, size_t stride, size_t n, F& read) {
   Fiber* f = cur_;
@@ -902,7 +926,7 @@ void Simulation::sim_read_run(const char* first, size_t stride, size_t n, F& rea
   for (size_t i = 0; i < n; ++i) {
     const uintptr_t addr = reinterpret_cast<uintptr_t>(first + i * stride);
     if (addr / kRunLineBytes != line_of_last) {
-      access(*f, first + i * stride, Access::kRead);
+      stream_load(*f, first + i * stride);
       line_of_last = addr / kRunLineBytes;
     } else {
       ++counters_.shared_ops;

@@ -207,6 +207,34 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
   return id;
 }
 
+// RUNS (sim.h): a line's first load in a run, ordered at its issue; a miss's data comes back
+// while the fiber goes on, up to kRangeLineParallelism misses in flight.
+void Simulation::stream_load(Fiber& f, const void* p) {
+  if (f.replay) end_replay(f);
+  order(f);
+  const uint32_t id = line_id(p);
+  Line& l = lines_[id];
+  const uint32_t c = f.core;
+  const uint64_t t = f.clock;
+  ++counters_.shared_ops;
+  last_start_ = t;
+  f.clock = t + cfg_.line_hit_ns;
+  uint64_t* bits = &holders_[size_t{id} * words_];
+  const uint64_t mine = uint64_t{1} << (c % 64);
+  if (bits[c / 64] & mine) {
+    ++counters_.line_hits;
+    return;
+  }
+  const uint64_t start = std::max(t, l.busy_until);
+  counters_.line_wait_ns += start - t;
+  const Distance from = read_distance(id, c);
+  count(from);
+  f.stream_done = std::max(f.stream_done, start + ns(from));
+  l.owner = -1;  // the owner keeps a shared copy
+  bits[c / 64] |= mine;
+  if (++f.stream_misses == kRangeLineParallelism) settle_stream(f);
+}
+
 // A miss's request reached its line at `arrival`: a line that is free sends the data back (the
 // second half of the transfer); one still busy with an earlier access (its request reached the
 // line first) serves this one when it frees, from the start: a whole transfer, as a home agent

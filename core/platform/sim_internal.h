@@ -14,8 +14,20 @@ struct Simulation::LineMap {
   absl::flat_hash_map<uintptr_t, uint32_t> map;
 };
 
-// Every P operation of a fiber starts here (sim.h "SCHEDULER").
+// Every P operation of a fiber starts here (sim.h "SCHEDULER"), after the streamed loads it
+// follows are back (sim.h "RUNS").
 inline void Simulation::sync(Fiber& f) {
+  settle_stream(f);
+  order(f);
+}
+
+inline void Simulation::settle_stream(Fiber& f) {
+  if (f.stream_misses == 0) return;
+  f.stream_misses = 0;
+  if (f.clock < f.stream_done) f.clock = f.stream_done;
+}
+
+inline void Simulation::order(Fiber& f) {
   if (f.clock >= f.slice_end) slice_expired(f);
   // Ties by sequence number, the running fiber included: this P operation is ordered as an event
   // created now (it would get the next number), so an event already pending at the same
