@@ -159,6 +159,7 @@ void Simulation::fiber_main(Fiber& f) {
     }
   }
   if (!f.cancel) {
+    settle_stream(f);
     end_clock_ = std::max(end_clock_, f.clock);
     if (f.hw >= 0) release_cpu(f, f.clock);
   }

@@ -166,30 +166,35 @@
 //   xids in a few ns, and one event per object made a 4,096-client snapshot cost 12,000
 //   simulator events (the fsync-off matrix doubled). An approximation for speed: on the CLOG
 //   config it moved group update's advantage over the exclusive update by a few percent
-//   (core/clog/proc_array.h), so it is used only where a load per object is too slow.
+//   (core/clog/proc_array.h; measured at e8cde5a, before the misses of a run overlapped), so it
+//   is used only where a load per object is too slow.
 //   Streamed loads: a scan's loads do not depend on each other, so an out-of-order core keeps
 //   several of its misses in flight (and the L2 streamer prefetches ahead of a sequential
 //   scan). A line's first load is ordered at its issue (the fiber yields first to everything
 //   earlier, like any P operation): a hit costs line_hit_ns; a miss costs the fiber line_hit_ns
 //   to issue and its data is back a transfer later (from max(issue, the line's busy until), the
 //   line priced and counted as a load miss's), while the fiber goes on with the next objects.
-//   When kRangeLineParallelism (24, the same a-priori figure as RANGES) misses are outstanding
-//   the fiber waits until all of them are back, and its next P operation of any other kind, a
-//   clock read included, first waits for those left (Fiber::stream_done): consecutive runs with
-//   nothing between them (the dense scan: a run per line of xids, then runs of the flags and
-//   subxid states of its running entries) are one stream. Departures: a streamed miss is
-//   ordered at issue, not when its request reaches the line ("Misses"), so a write that lands
-//   while it travels is not seen; the window is taken in batches of 24 (the next batch issues
-//   when the slowest of the last is back) where a core frees its fill buffers one at a time;
-//   hits are charged at latency, one after another, where a tight loop retires L1 hits faster.
+//   At most kRangeLineParallelism (24, the same a-priori figure as RANGES) misses are in flight:
+//   a 25th waits until the oldest is back (a sliding window, Fiber::stream_slots). The fiber's
+//   next P operation of any other kind (work, a spin iteration, a fence, a sleep, the fiber's
+//   end included) first waits until every streamed miss is back (Fiber::stream_done), and a
+//   clock read returns that time: consecutive runs with nothing between them (the dense scan:
+//   per line of xids a run, then runs of the flags and subxid states of its running entries)
+//   are one stream. Departures: a streamed miss is ordered at issue, not when its request
+//   reaches the line ("Misses"), so a write that lands while it travels is not seen; the core
+//   holds the line from the issue, so its SMT sibling (or a fiber dispatched there after a
+//   preemption) hits it up to a whole transfer early ("Misses" bounds a sibling's merge at
+//   half a transfer); a fiber preempted in the middle of a stream gives up its CPU with misses
+//   in flight; hits are charged at latency, one after another, where a tight loop retires L1
+//   hits faster.
 //   Why: at thousands of clients GetSnapshotData's shared hold is a scan of 128-256 lines of
-//   xids most of which other cores wrote since; priced one miss after another (before 2026-12-03)
-//   it held ProcArrayLock about 6 us at 2,048 clients on icelake_2s, so the shared holds of the
-//   clients' snapshots overlapped with hardly a gap and a ProcArray group-clear leader waited a
-//   median 1.6 ms for the exclusive lock.
+//   xids most of which other cores wrote since; priced one miss after another (until 2026-12-03,
+//   e8cde5a) it held ProcArrayLock a median 6.0 us at 2,048 clients on icelake_2s (16 B
+//   waitlist, fsync-off), so the shared holds of the clients' snapshots overlapped with hardly
+//   a gap and a ProcArray group-clear leader waited a median 1.6 ms for the exclusive lock.
 //   read(i) is called uncharged (it must only load object i); the run ends any replay and spin
-//   detection (a scan is not a spin), and its hits do not check the time slice (a preemption
-//   waits for the next line's load, at most 15 hits later).
+//   detection (a scan is not a spin), and its hits and its waits for a miss in flight do not check the
+//   time slice (a preemption waits for the next line's load, at most 15 hits later).
 //
 // SPINNING
 //   wait_while_eq(v): load; while the value equals v, park the fiber on the line until a
@@ -250,6 +255,7 @@
 //   between fibers (there are none: fibers never run in parallel), only between OS threads.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <boost/context/fiber.hpp>
 #include <cstddef>
@@ -519,7 +525,8 @@ class Simulation {
   // fibers suspended as after a time limit. A lock-free atomic store: safe in a signal handler.
   static void set_interrupted(bool on) { interrupted_.store(on, std::memory_order_relaxed); }
 
-  // Current virtual time: the running fiber's clock, else the scheduler's.
+  // Current virtual time: the running fiber's clock (or, while its streamed misses are in
+  // flight, when they are all back: sim.h "RUNS"), else the scheduler's.
   uint64_t now_ns() const;
   const SimConfig& config() const { return cfg_; }
   const SimCounters& counters() const { return counters_; }
@@ -638,9 +645,9 @@ class Simulation {
   bool replay_load(Fiber& f, const void* p, uint64_t* bits);
   void note_load(Fiber& f, const void* p, uint32_t line, uint64_t bits);
   void end_replay(Fiber& f);
-  void sync(Fiber& f);          // settle_stream, then order
-  void order(Fiber& f);         // yield to every earlier event (SCHEDULER)
-  void settle_stream(Fiber& f);  // wait for the streamed misses in flight (RUNS)
+  void sync(Fiber& f);           // settle_stream, then order
+  void order(Fiber& f);          // yield to every earlier event (SCHEDULER)
+  void settle_stream(Fiber& f);  // wait until the streamed misses in flight are back (RUNS)
   void slice_expired(Fiber& f);
   void yield_ready(Fiber& f);
   void park(Fiber& f, uint32_t line, uint64_t deadline, bool timed);
@@ -785,8 +792,10 @@ struct Simulation::Fiber {
   uint32_t token = 0;
   uint64_t clock = 0;
   uint64_t sb_until = 0;  // when the last buffered store completes (COST MODEL "Store buffer")
-  // Streamed loads (RUNS): misses in flight not yet waited for, and when the last is back.
-  uint32_t stream_misses = 0;
+  // Streamed loads (RUNS): when each of the last kRangeLineParallelism misses is back (a ring,
+  // stream_next the oldest), and when all of them are.
+  std::array<uint64_t, kRangeLineParallelism> stream_slots{};
+  uint32_t stream_next = 0;
   uint64_t stream_done = 0;
   uint64_t event_time = 0;
   uint64_t slice_end = 0;

@@ -211,28 +211,40 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
 // while the fiber goes on, up to kRangeLineParallelism misses in flight.
 void Simulation::stream_load(Fiber& f, const void* p) {
   if (f.replay) end_replay(f);
-  order(f);
-  const uint32_t id = line_id(p);
-  Line& l = lines_[id];
-  const uint32_t c = f.core;
-  const uint64_t t = f.clock;
-  ++counters_.shared_ops;
-  last_start_ = t;
-  f.clock = t + cfg_.line_hit_ns;
-  uint64_t* bits = &holders_[size_t{id} * words_];
-  const uint64_t mine = uint64_t{1} << (c % 64);
-  if (bits[c / 64] & mine) {
-    ++counters_.line_hits;
+  for (;;) {
+    order(f);
+    const uint32_t id = line_id(p);
+    const uint32_t c = f.core;
+    uint64_t* bits = &holders_[size_t{id} * words_];
+    const uint64_t mine = uint64_t{1} << (c % 64);
+    if (bits[c / 64] & mine) {
+      ++counters_.shared_ops;
+      ++counters_.line_hits;
+      last_start_ = f.clock;
+      f.clock += cfg_.line_hit_ns;
+      return;
+    }
+    uint64_t& oldest = f.stream_slots[f.stream_next];
+    if (oldest > f.clock) {  // every miss slot taken: issue when the oldest is back
+      f.clock = oldest;
+      continue;
+    }
+    const uint64_t t = f.clock;
+    Line& l = lines_[id];
+    ++counters_.shared_ops;
+    last_start_ = t;
+    const uint64_t start = std::max(t, l.busy_until);
+    counters_.line_wait_ns += start - t;
+    const Distance from = read_distance(id, c);
+    count(from);
+    oldest = start + ns(from);
+    f.stream_next = (f.stream_next + 1) % kRangeLineParallelism;
+    f.stream_done = std::max(f.stream_done, oldest);
+    l.owner = -1;  // the owner keeps a shared copy
+    bits[c / 64] |= mine;
+    f.clock = t + cfg_.line_hit_ns;
     return;
   }
-  const uint64_t start = std::max(t, l.busy_until);
-  counters_.line_wait_ns += start - t;
-  const Distance from = read_distance(id, c);
-  count(from);
-  f.stream_done = std::max(f.stream_done, start + ns(from));
-  l.owner = -1;  // the owner keeps a shared copy
-  bits[c / 64] |= mine;
-  if (++f.stream_misses == kRangeLineParallelism) settle_stream(f);
 }
 
 // A miss's request reached its line at `arrival`: a line that is free sends the data back (the
@@ -347,6 +359,7 @@ void Simulation::spin_iteration(uint64_t charge_ns) {
   Fiber* fp = cur_;
   if (fp == nullptr) return;
   Fiber& f = *fp;
+  settle_stream(f);
   f.clock += charge_ns;
   if (f.replay) return;
   f.spun = true;

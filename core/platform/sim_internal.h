@@ -22,8 +22,6 @@ inline void Simulation::sync(Fiber& f) {
 }
 
 inline void Simulation::settle_stream(Fiber& f) {
-  if (f.stream_misses == 0) return;
-  f.stream_misses = 0;
   if (f.clock < f.stream_done) f.clock = f.stream_done;
 }
 

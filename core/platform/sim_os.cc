@@ -26,6 +26,7 @@ void Simulation::op_work(uint64_t ns) {
   Fiber* fp = cur_;
   if (fp == nullptr || ns == 0) return;
   Fiber& f = *fp;
+  settle_stream(f);  // sim.h "RUNS"
   if (sibling_busy(f))
     ns = static_cast<uint64_t>(std::llround(static_cast<double>(ns) * cfg_.smt_work_factor));
   if (f.replay) {  // inside a replayed spin loop: charge, do not yield
@@ -83,6 +84,7 @@ void Simulation::op_spin_no_pause() { spin_iteration(cfg_.semaphore_trylock_ns);
 void Simulation::op_fence() {
   Fiber* fp = cur_;
   if (fp == nullptr) return;
+  settle_stream(*fp);
   fp->clock += cfg_.fence_ns;
   if (!fp->replay) sync(*fp);
 }
@@ -91,6 +93,7 @@ void Simulation::op_sleep(uint64_t ns) {
   Fiber* fp = cur_;
   if (fp == nullptr || ns == 0) return;  // pg_usleep(0) returns at once
   Fiber& f = *fp;
+  settle_stream(f);
   const uint64_t start = f.clock;  // exact even inside a replayed spin loop
   uint64_t floor = 0;
   if (f.replay) {
