@@ -1281,7 +1281,8 @@ std::string render_fidelity(const ojson& cmp) {
                            fmt_pct(spread["p90"].get<double>()), fmt_pct(spread["max"].get<double>()));
     const bool seeds = cmp["repetitions_are_seeds"].get<bool>();
     o << (seeds ? "each seed scored alone (repetition r runs seed run.seed + r - 1; one seed's curve is noisier "
-                  "than the median over all, so a single seed misses a target more often than the median does):\n"
+                  "than the median over all, so a single seed's scores scatter around the median's, either way; "
+                  "the median is the verdict):\n"
                 : "each repetition scored alone (repetition r is the r-th run of every cell, real runs: "
                   "noisier than the median over all):\n");
     std::vector<std::vector<std::string>> rep_rows;

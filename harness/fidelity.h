@@ -62,8 +62,9 @@
 // winners and ratio errors of each). On the simulator a repetition is a seed (run.seed +
 // repetition - 1; `repetitions_are_seeds`), elsewhere another run of the same cell. A single
 // repetition's curve is noisier than the median (its peak is the argmax of one noisy curve), so
-// it misses a target more often than the median does: the per-repetition rows show how far the
-// scores move with the seed, not how the median verdict would move. Failed cells are left out of
+// its scores scatter around the median's, either way (it may miss a target the median meets, or
+// meet one the median misses): the per-repetition rows show how far the scores move with the
+// seed, not how the median verdict would move. Failed cells are left out of
 // every scoring alike (the runner fails a cell at its first failed repetition).
 //
 // A summary gives, for the table: the peak distances (median, max, how many within 2x and at

@@ -94,8 +94,8 @@ def totals_text(paths):
         left = [os.path.basename(p) for p, d in docs if len(d.get("per_repetition", [])) != reps]
         seeds_note = all(d.get("repetitions_are_seeds", False) for _, d in full)
         out.append("\nEach %s alone, added over the %d table%s with %d repetitions (repetition r of every "
-                   "table pooled%s; a single %s is noisier than the median, so it misses more often: "
-                   "the rows show how far the scores move, the medians are the verdict):\n"
+                   "table pooled%s; a single %s is noisier than the median, so its scores scatter around the "
+                   "medians', either way: the rows show how far the scores move, the medians are the verdict):\n"
                    % ("seed" if seeds_note else "repetition", len(full), "" if len(full) == 1 else "s", reps,
                       ", seed run.seed + r - 1 of each" if seeds_note else "", "seed" if seeds_note else "repetition"))
         rows, met, met_all = [], {k: 0 for k, _ in TARGETS}, 0

@@ -188,13 +188,14 @@
 //   in flight; hits are charged at latency, one after another, where a tight loop retires L1
 //   hits faster.
 //   Why: at thousands of clients GetSnapshotData's shared hold is a scan of 128-256 lines of
-//   xids most of which other cores wrote since; priced one miss after another (until 2026-12-03,
-//   e8cde5a) it held ProcArrayLock a median 6.0 us at 2,048 clients on icelake_2s (16 B
+//   xids most of which other cores wrote since; priced one miss after another (from e8cde5a until
+//   9d28240) it held ProcArrayLock a median 6.0 us at 2,048 clients on icelake_2s (16 B
 //   waitlist, fsync-off), so the shared holds of the clients' snapshots overlapped with hardly
 //   a gap and a ProcArray group-clear leader waited a median 1.6 ms for the exclusive lock.
 //   read(i) is called uncharged (it must only load object i); the run ends any replay and spin
-//   detection (a scan is not a spin), and its hits and its waits for a miss in flight do not check the
-//   time slice (a preemption waits for the next line's load, at most 15 hits later).
+//   detection (a scan is not a spin), and its hits do not check the time slice (a preemption waits for
+//   the next line's load, at most 15 hits later; a wait for a free miss slot is not interrupted,
+//   the load after it checks).
 //
 // SPINNING
 //   wait_while_eq(v): load; while the value equals v, park the fiber on the line until a
