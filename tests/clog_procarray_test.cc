@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <latch>
 #include <map>
 #include <set>
 #include <thread>
@@ -226,10 +227,14 @@ TEST_CASE("dense snapshots under concurrent group clears: every reuse exact (A5)
   pa.check_reuse = true;
   XidGen<P> gen(procs);
   std::atomic<uint32_t> running{kCommitters};
+  // Committers start only once every watcher has taken a snapshot: on a loaded machine the
+  // committers could otherwise finish before a watcher is scheduled, and nothing is reused.
+  std::latch watchers_started(kWatchers);
   std::vector<std::thread> threads;
   for (uint32_t c = 0; c < kCommitters; ++c)
     threads.emplace_back([&, c] {
       Proc<P>& me = procs[static_cast<int32_t>(c)];
+      watchers_started.wait();
       for (uint32_t i = 0; i < kTxns; ++i) {
         const Xid x = gen.assign(me, nullptr, false, &pa.xid_slot(me));
         pa.get_snapshot(me);
@@ -240,6 +245,8 @@ TEST_CASE("dense snapshots under concurrent group clears: every reuse exact (A5)
   for (uint32_t w = 0; w < kWatchers; ++w)
     threads.emplace_back([&, w] {
       Proc<P>& me = procs[static_cast<int32_t>(kCommitters + w)];
+      pa.get_snapshot(me);
+      watchers_started.count_down();
       while (running.load() > 0) pa.get_snapshot(me);
     });
   for (auto& t : threads) t.join();

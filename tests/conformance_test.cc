@@ -70,6 +70,7 @@ TEST_CASE("default geometry with small records and many clients", "[conformance]
     spec.strategy_params = v.params;
     spec.clients = 16;
     spec.wal.wal_buffers = 8;
+    spec.wal.memory_mb = kStressMemoryMb;
     spec.workload.record_size.value = 16;
     spec.workload.transactional = true;
     spec.commit.synchronous_commit = false;

@@ -90,6 +90,7 @@ TEST_CASE("every strategy passes the verifier with lock-free buffer init", "[con
     many.strategy_params = v.params;
     many.clients = 16;
     many.wal.wal_buffers = 8;
+    many.wal.memory_mb = kStressMemoryMb;
     many.wal.buffer_init = "lockfree";
     many.workload.record_size.value = 16;
     many.commit.synchronous_commit = false;
