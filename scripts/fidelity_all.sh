@@ -9,6 +9,9 @@
 # Usage: scripts/fidelity_all.sh [RESULT.json ...]
 #   default: every results/*-sim-*.json. Run from anywhere; paths are relative to the repo.
 #   WALBENCH=path/to/walbench to use another binary (default build/release/walbench).
+#   FIDELITY_OUT=DIR to write the comparisons and totals there (default results/fidelity);
+#   REFERENCE_DIR=DIR to take the published tables from there (default ../shared/reference).
+#   scripts/fidelity_sensitivity.sh uses both.
 #
 # The table is found from the result's config file (context.config_files): configs/sim-NAME.json
 # reproduces ../shared/reference/NAME.csv. Options per table are below. Result files written
@@ -18,7 +21,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 walbench=${WALBENCH:-build/release/walbench}
 python=/usr/bin/python3
-out_dir=results/fidelity
+out_dir=${FIDELITY_OUT:-results/fidelity}
+reference_dir=${REFERENCE_DIR:-../shared/reference}
 [[ -x $walbench ]] || { echo "fidelity_all: no $walbench; build it (cmake --build --preset release --target walbench)" >&2; exit 2; }
 
 if (($# == 0)); then
@@ -53,9 +57,9 @@ for result in "$@"; do
   config=$(config_of "$result")
   name=$(basename "${config:-none}" .json)
   table=${name#sim-}
-  reference=../shared/reference/$table.csv
+  reference=$reference_dir/$table.csv
   if [[ -z $config || $name != sim-* || ! -f $reference ]]; then
-    echo "fidelity_all: $result: its config (${config:-none}) is not configs/sim-NAME.json with a ../shared/reference/NAME.csv; skipped" >&2
+    echo "fidelity_all: $result: its config (${config:-none}) is not configs/sim-NAME.json with a $reference_dir/NAME.csv; skipped" >&2
     status=1
     continue
   fi

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# How far the fidelity verdict moves when an uncertain simulator constant moves: runs the
+# simulated reproductions of the published tps tables with the given overrides and scores them
+# as scripts/fidelity_all.sh scores results/ (walbench compare --reference per table, then
+# scripts/fidelity_totals.py over all of them), into a directory of its own. Nothing under
+# results/ is touched. Hold its totals.txt against results/fidelity/totals.txt: with one seed
+# (the configs' default), against that file's row of the same seed; with run.repetitions=3,
+# against its medians.
+#
+# Usage: scripts/fidelity_sensitivity.sh OUT_DIR [--set PATH=VALUE ...] [CONFIG ...]
+#   OUT_DIR   a new or empty directory: runs/<config>.json (the result files), <table>.txt,
+#             .json and .png (the comparisons), totals.txt (the bar over all tables)
+#   --set     passed to every `walbench run` (repeatable), e.g.
+#             --set platform.semaphore_post_ns=1000 --set run.repetitions=3
+#   CONFIG    configs/sim-NAME.json files (default: every one whose published table
+#             $REFERENCE_DIR/NAME.csv has a tps column, the tables results/fidelity/totals.txt adds up)
+# Environment: WALBENCH (default build/release/walbench), JOBS (walbench run -j, default the
+#   number of cores), REFERENCE_DIR (default ../shared/reference).
+# Example: scripts/fidelity_sensitivity.sh /tmp/post2x --set platform.semaphore_post_ns=1000
+#   (about 17 minutes on 2 cores for the five tables with one seed)
+set -euo pipefail
+caller_dir=$PWD
+# A path given relative to the caller's directory, made absolute (the script works from the repo).
+from_caller() { if [[ $1 == /* ]]; then echo "$1"; else echo "$caller_dir/$1"; fi; }
+[[ -z ${WALBENCH:-} ]] || WALBENCH=$(from_caller "$WALBENCH")
+[[ -z ${REFERENCE_DIR:-} ]] || REFERENCE_DIR=$(from_caller "$REFERENCE_DIR")
+cd "$(dirname "$0")/.."
+usage() { sed -n '10,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+fail() { echo "fidelity_sensitivity: $*" >&2; exit 2; }
+
+walbench=${WALBENCH:-build/release/walbench}
+export REFERENCE_DIR=${REFERENCE_DIR:-../shared/reference}
+jobs=${JOBS:-$(nproc)}
+[[ -x $walbench ]] || fail "no $walbench; build it (cmake --build --preset release --target walbench)"
+
+(($# > 0)) || usage
+out_dir=$(from_caller "$1")
+shift
+[[ $out_dir != -* ]] || usage
+sets=()
+configs=()
+while (($# > 0)); do
+  case $1 in
+    --set)
+      (($# > 1)) || fail "--set needs PATH=VALUE"
+      [[ $2 == *=* ]] || fail "--set $2: expected PATH=VALUE"
+      sets+=(--set "$2")
+      shift 2
+      ;;
+    -h | --help) usage ;;
+    -*) fail "unknown option $1" ;;
+    *)
+      configs+=("$(from_caller "$1")")
+      shift
+      ;;
+  esac
+done
+
+has_tps_column() { head -n 1 "$1" | tr ',' '\n' | grep -qx 'tps'; }
+if ((${#configs[@]} == 0)); then
+  for config in configs/sim-*.json; do
+    name=$(basename "$config" .json)
+    reference=$REFERENCE_DIR/${name#sim-}.csv
+    [[ -f $reference ]] && has_tps_column "$reference" && configs+=("$config")
+  done
+  ((${#configs[@]} > 0)) || fail "no configs/sim-*.json has a published tps table in $REFERENCE_DIR"
+fi
+for config in "${configs[@]}"; do
+  name=$(basename "$config" .json)
+  [[ -f $config && $name == sim-* ]] || fail "$config: expected a configs/sim-NAME.json file"
+  [[ -f $REFERENCE_DIR/${name#sim-}.csv ]] || fail "$config: no published table $REFERENCE_DIR/${name#sim-}.csv"
+done
+
+if [[ -e $out_dir ]]; then
+  [[ -d $out_dir ]] || fail "$out_dir exists and is not a directory"
+  [[ -z $(ls -A "$out_dir") ]] || fail "$out_dir is not empty (choose a new directory)"
+fi
+mkdir -p "$out_dir/runs"
+out_dir=$(cd "$out_dir" && pwd)
+
+results=()
+for config in "${configs[@]}"; do
+  result=$out_dir/runs/$(basename "$config")
+  echo "== $config ${sets[*]}"
+  "$walbench" run "$config" "${sets[@]}" -q -j "$jobs" -o "$result" ||
+    fail "$config: walbench run failed (exit $?; its result file, if any, is $result)"
+  results+=("$result")
+done
+WALBENCH=$walbench FIDELITY_OUT=$out_dir scripts/fidelity_all.sh "${results[@]}" >/dev/null
+echo "== $out_dir/totals.txt"
+cat "$out_dir/totals.txt"
