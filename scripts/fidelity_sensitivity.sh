@@ -15,9 +15,11 @@
 #   CONFIG    configs/sim-NAME.json files (default: every one whose published table
 #             $REFERENCE_DIR/NAME.csv has a tps column, the tables results/fidelity/totals.txt adds up)
 # Environment: WALBENCH (default build/release/walbench), JOBS (walbench run -j, default the
-#   number of cores), REFERENCE_DIR (default ../shared/reference).
+#   number of cores), REFERENCE_DIR (default ../shared/reference); paths relative to the caller.
 # Example: scripts/fidelity_sensitivity.sh /tmp/post2x --set platform.semaphore_post_ns=1000
-#   (about 17 minutes on 2 cores for the five tables with one seed)
+#   (about 18-19 minutes on 2 cores for the five tables with one seed)
+# Exit status: 0 scored; 1 a run or the scoring failed (the message says how to go on);
+#   2 bad input, nothing run.
 set -euo pipefail
 caller_dir=$PWD
 # A path given relative to the caller's directory, made absolute (the script works from the repo).
@@ -25,7 +27,8 @@ from_caller() { if [[ $1 == /* ]]; then echo "$1"; else echo "$caller_dir/$1"; f
 [[ -z ${WALBENCH:-} ]] || WALBENCH=$(from_caller "$WALBENCH")
 [[ -z ${REFERENCE_DIR:-} ]] || REFERENCE_DIR=$(from_caller "$REFERENCE_DIR")
 cd "$(dirname "$0")/.."
-usage() { sed -n '10,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+help_text() { sed -n '10,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { help_text >&2; exit 2; }
 fail() { echo "fidelity_sensitivity: $*" >&2; exit 2; }
 
 walbench=${WALBENCH:-build/release/walbench}
@@ -34,9 +37,12 @@ jobs=${JOBS:-$(nproc)}
 [[ -x $walbench ]] || fail "no $walbench; build it (cmake --build --preset release --target walbench)"
 
 (($# > 0)) || usage
+case $1 in
+  -h | --help) help_text; exit 0 ;;
+  -*) fail "the first argument is OUT_DIR, a directory; got option $1 (see --help)" ;;
+esac
 out_dir=$(from_caller "$1")
 shift
-[[ $out_dir != -* ]] || usage
 sets=()
 configs=()
 while (($# > 0)); do
@@ -47,8 +53,8 @@ while (($# > 0)); do
       sets+=(--set "$2")
       shift 2
       ;;
-    -h | --help) usage ;;
-    -*) fail "unknown option $1" ;;
+    -h | --help) help_text; exit 0 ;;
+    -*) fail "unknown option $1 (see --help)" ;;
     *)
       configs+=("$(from_caller "$1")")
       shift
@@ -82,10 +88,18 @@ results=()
 for config in "${configs[@]}"; do
   result=$out_dir/runs/$(basename "$config")
   echo "== $config ${sets[*]}"
-  "$walbench" run "$config" "${sets[@]}" -q -j "$jobs" -o "$result" ||
-    fail "$config: walbench run failed (exit $?; its result file, if any, is $result)"
+  status=0
+  "$walbench" run "$config" "${sets[@]}" -q -j "$jobs" -o "$result" || status=$?
+  if ((status != 0)); then
+    echo "fidelity_sensitivity: $config: walbench run exited $status; nothing scored." >&2
+    echo "  Finish it: $walbench run --resume $result (an interrupted run), then run the" >&2
+    echo "  configs not yet run into another directory, or score what is there with" >&2
+    echo "  FIDELITY_OUT=$out_dir scripts/fidelity_all.sh $out_dir/runs/*.json" >&2
+    exit 1
+  fi
   results+=("$result")
 done
-WALBENCH=$walbench FIDELITY_OUT=$out_dir scripts/fidelity_all.sh "${results[@]}" >/dev/null
+WALBENCH=$walbench FIDELITY_OUT=$out_dir scripts/fidelity_all.sh "${results[@]}" >/dev/null ||
+  { echo "fidelity_sensitivity: scoring failed (scripts/fidelity_all.sh, above)" >&2; exit 1; }
 echo "== $out_dir/totals.txt"
 cat "$out_dir/totals.txt"

@@ -4,7 +4,9 @@
 # config of the tps table, runs it with the overrides (recorded in the result file and applied
 # to every cell), scores it into the output directory (comparison, totals) and leaves
 # results/fidelity alone; bad input (a non-empty output directory, a --set without a value, a
-# config with no published table) exits 2 with a message naming it and runs nothing.
+# config with no published table, an option where OUT_DIR goes, an unknown option) exits 2 with
+# a message naming it and runs nothing; --help prints the usage and exits 0; a failing run
+# exits 1 unscored with a message saying how to go on.
 # Usage: tests/fidelity_sensitivity_test.sh WALBENCH_BINARY SOURCE_DIR
 set -euo pipefail
 walbench=$1
@@ -63,5 +65,20 @@ expect_refusal "is not empty" "$out"
 expect_refusal "expected PATH=VALUE" "$work/new1" --set run.duration_s
 expect_refusal "no published table" "$work/new2" "$src/configs/sim-insert-locks-fsync-off.json"
 expect_refusal "Usage:"
-[[ ! -e $work/new1 && ! -e $work/new2 ]] || fail "a refused call created its output directory"
+expect_refusal "the first argument is OUT_DIR" --set run.duration_s=1 "$work/new3"
+expect_refusal "unknown option --bogus" "$work/new4" --bogus
+[[ ! -e $work/new1 && ! -e $work/new2 && ! -e $work/new3 && ! -e $work/new4 ]] ||
+  fail "a refused call created its output directory"
+(cd "$work" && "$script" --help >"$work/help") || fail "--help exited non-zero"
+grep -q "^Usage:" "$work/help" || fail "--help printed no usage on stdout"
+[[ ! -e $work/--help ]] || fail "--help was taken for OUT_DIR"
+# A run that fails: exit 1, nothing scored, the message says how to go on.
+printf '#!/bin/sh\nexit 1\n' >"$work/failing-walbench"
+chmod +x "$work/failing-walbench"
+status=0
+WALBENCH=$work/failing-walbench "$script" "$work/new5" >"$work/err" 2>&1 || status=$?
+[[ $status == 1 ]] || fail "a failing run exited $status, expected 1: $(cat "$work/err")"
+grep -q "nothing scored" "$work/err" && grep -q -- "--resume" "$work/err" ||
+  fail "a failing run's message lacks what to do: $(cat "$work/err")"
+[[ ! -e $work/new5/totals.txt ]] || fail "a failing run was scored"
 echo "fidelity_sensitivity_test: ok"
