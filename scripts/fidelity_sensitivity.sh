@@ -34,8 +34,6 @@ fail() { echo "fidelity_sensitivity: $*" >&2; exit 2; }
 walbench=${WALBENCH:-build/release/walbench}
 export REFERENCE_DIR=${REFERENCE_DIR:-../shared/reference}
 jobs=${JOBS:-$(nproc)}
-[[ -x $walbench ]] || fail "no $walbench; build it (cmake --build --preset release --target walbench)"
-
 (($# > 0)) || usage
 case $1 in
   -h | --help) help_text; exit 0 ;;
@@ -61,6 +59,8 @@ while (($# > 0)); do
       ;;
   esac
 done
+
+[[ -x $walbench ]] || fail "no $walbench; build it (cmake --build --preset release --target walbench)"
 
 has_tps_column() { head -n 1 "$1" | tr ',' '\n' | grep -qx 'tps'; }
 if ((${#configs[@]} == 0)); then

@@ -72,6 +72,9 @@ expect_refusal "unknown option --bogus" "$work/new4" --bogus
 (cd "$work" && "$script" --help >"$work/help") || fail "--help exited non-zero"
 grep -q "^Usage:" "$work/help" || fail "--help printed no usage on stdout"
 [[ ! -e $work/--help ]] || fail "--help was taken for OUT_DIR"
+(cd "$work" && WALBENCH=/nonexistent/walbench "$script" --help >"$work/help-unbuilt") ||
+  fail "--help without a built walbench exited non-zero"
+grep -q "^Usage:" "$work/help-unbuilt" || fail "--help without a built walbench printed no usage"
 # A run that fails: exit 1, nothing scored, the message says how to go on.
 printf '#!/bin/sh\nexit 1\n' >"$work/failing-walbench"
 chmod +x "$work/failing-walbench"
