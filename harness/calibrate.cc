@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <ostream>
@@ -228,10 +229,10 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
     p.set("copy_bytes_per_ns", copy_rate,
           "memcpy of 8 MiB blocks between two 64 MiB rings on one core: " + show(c, "bytes/ns"));
   }
+  std::vector<int> cpus;  // every usable CPU (-1, unpinned, when none could be listed)
+  for (const CpuInfo& c : topo.cpus) cpus.push_back(c.cpu);
+  if (cpus.empty()) cpus.push_back(-1);
   {
-    std::vector<int> cpus;
-    for (const CpuInfo& c : topo.cpus) cpus.push_back(c.cpu);
-    if (cpus.empty()) cpus.push_back(-1);
     const Spread m = spread_of(copy_all_cores(cpus, quick ? 3 : 9, (quick ? 30 : 100) * 1e6));
     p.figure(absl::StrFormat("memcpy, all %d CPUs at once (aggregate)", cpus.size()), m, "B/ns");
     p.set("memory_bandwidth_bytes_per_ns", round3(m.median),
@@ -294,6 +295,26 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
                           "memory-backed (the sim's tmpfs model)",
                           s.bytes / kMiB, where, show(sy, "ns")));
     }
+    // One writer overwrites 64 MiB (beyond the caches, as copy_one_core's rings); every CPU
+    // its own region at once, 1 GiB in all (8-64 MiB each): more than any last-level cache.
+    constexpr size_t kOneWriterRegion = 64 * kMiB;
+    const size_t each = std::clamp<size_t>(1024 * kMiB / cpus.size(), 8 * kMiB, 64 * kMiB);
+    const Spread one = spread_of(
+        page_cache_rate(opts.fsync_dir, {cpu_a}, kOneWriterRegion, quick));
+    p.figure("1 MiB pwrites (page cache), one CPU", one, "B/ns");
+    const double pc_rate = page_cache_write_param(one.median, kPageCacheChunk, sp.syscall_ns);
+    p.set("page_cache_write_bytes_per_ns", pc_rate,
+          absl::StrFormat("one writer: 1 MiB pwrites overwriting %d MiB of a file in %s (page "
+                          "cache), system calls included: %s; without syscall_ns per call%s",
+                          kOneWriterRegion / kMiB, where, show(one, "bytes/ns"),
+                          pc_rate > 0 ? "" : ": nothing left, so 0 (the copy rate)"));
+    const Spread all = spread_of(page_cache_rate(opts.fsync_dir, cpus, each, quick));
+    p.figure(absl::StrFormat("1 MiB pwrites (page cache), all %d CPUs at once", cpus.size()), all,
+             "B/ns");
+    p.set("page_cache_bytes_per_ns", round3(all.median),
+          absl::StrFormat("all writers together: 1 MiB pwrites overwriting %d MiB of its own file "
+                          "in %s on each of the %d usable CPUs at once, sum of the rates: %s",
+                          each / kMiB, where, cpus.size(), show(all, "bytes/ns")));
     p.set("fsync_ns", sp.fsync_ns,
           absl::StrFormat("fdatasync after an 8 KiB pwrite into the preallocated region of a file "
                           "in %s (like a WAL page in a segment): %s; minus syscall_ns, "
@@ -302,7 +323,8 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
                           where, show(small, "ns")));
   } else {
     p.note("storage: skipped (--fsync-path none); SimConfig defaults kept");
-    for (const char* k : {"syscall_ns", "storage_write_bytes_per_ns", "fsync_ns"})
+    for (const char* k : {"syscall_ns", "storage_write_bytes_per_ns", "fsync_ns",
+                          "page_cache_write_bytes_per_ns", "page_cache_bytes_per_ns"})
       p.set(k, d.to_json()[k], "SimConfig default (not measured: --fsync-path none)");
   }
 

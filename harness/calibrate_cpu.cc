@@ -158,66 +158,30 @@ std::vector<double> copy_one_core(int samples) {
 }
 
 // Every allowed CPU copies at once (each its own rings, 4 MiB blocks) for `window_ns`; one
-// sample is the sum of the threads' rates. A spin barrier starts each window together.
+// sample is the sum of the threads' rates (aggregate_rate_all_cpus).
 std::vector<double> copy_all_cores(const std::vector<int>& cpus, int samples, double window_ns) {
   const size_t n = cpus.size();
   constexpr size_t kBlock = 4 * kMiB;
   const size_t ring = std::clamp<size_t>(256 * kMiB / n / kBlock * kBlock, 2 * kBlock, 64 * kMiB);
-  struct Barrier {
-    std::atomic<size_t> count{0};
-    std::atomic<uint64_t> generation{0};
-  } barrier;
-  auto arrive_and_wait = [&] {
-    const uint64_t g = barrier.generation.load(std::memory_order_acquire);
-    if (barrier.count.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
-      barrier.count.store(0, std::memory_order_relaxed);
-      barrier.generation.fetch_add(1, std::memory_order_release);
-    } else {
-      for (int spins = 0; barrier.generation.load(std::memory_order_acquire) == g; ++spins) {
-        if (spins < 1000)
-          cpu_relax();
-        else
-          std::this_thread::yield();
-      }
-    }
-  };
-  std::vector<std::vector<double>> rates(n);
+  const size_t blocks = ring / kBlock;
   std::vector<std::unique_ptr<Buffer>> buffers;  // mapped here (may throw), touched by their thread
   for (size_t k = 0; k < 2 * n; ++k) buffers.push_back(std::make_unique<Buffer>(ring, false));
-  std::vector<std::thread> threads;
-  for (size_t k = 0; k < n; ++k) {
-    threads.emplace_back([&, k] {
-      pin_self(cpus[k]);
-      Buffer& src = *buffers[2 * k];
-      Buffer& dst = *buffers[2 * k + 1];
-      src.touch();  // first touch by this thread: its own NUMA node
-      dst.touch();
-      const size_t blocks = ring / kBlock;
-      size_t at = 0;
-      for (int s = 0; s <= samples; ++s) {
-        arrive_and_wait();
-        const double t0 = now_ns();
-        double t = t0;
-        size_t bytes = 0;
-        while (t - t0 < window_ns) {
-          std::memcpy(dst.data + ((at + 1) % blocks) * kBlock, src.data + (at % blocks) * kBlock,
-                      kBlock);
-          escape(dst.data);
-          ++at;
-          bytes += kBlock;
-          t = now_ns();
-        }
-        if (s > 0) rates[k].push_back(static_cast<double>(bytes) / (t - t0));
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  std::vector<double> v(static_cast<size_t>(samples), 0.0);
-  for (size_t k = 0; k < n; ++k)
-    for (size_t s = 0; s < v.size(); ++s) v[s] += rates[k][s];
-  return v;
+  std::vector<size_t> at(n, 0);
+  return aggregate_rate_all_cpus(
+      cpus, samples, window_ns,
+      [&](size_t k) {  // first touch by this thread: its own NUMA node
+        buffers[2 * k]->touch();
+        buffers[2 * k + 1]->touch();
+      },
+      [&](size_t k) {
+        char* dst = buffers[2 * k + 1]->data;
+        std::memcpy(dst + ((at[k] + 1) % blocks) * kBlock,
+                    buffers[2 * k]->data + (at[k] % blocks) * kBlock, kBlock);
+        escape(dst);
+        ++at[k];
+        return kBlock;
+      });
 }
-
 
 namespace {
 // Bytes per ns of crc(buffer) over a cache-resident 64 KiB buffer of random bytes.

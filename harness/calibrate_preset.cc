@@ -83,6 +83,12 @@ StorageParams storage_params(double syscall, double big_sync, size_t big_bytes, 
   return p;
 }
 
+double page_cache_write_param(double bytes_per_ns, size_t chunk, uint64_t syscall_ns) {
+  if (bytes_per_ns <= 0) return 0.0;
+  const double copying = static_cast<double>(chunk) / bytes_per_ns - static_cast<double>(syscall_ns);
+  return copying > 0 ? round3(static_cast<double>(chunk) / copying) : 0.0;
+}
+
 void PresetBuilder::set(const std::string& key, nlohmann::json value, std::string source) {
   values_[key] = std::move(value);
   sources_[key] = std::move(source);

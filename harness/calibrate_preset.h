@@ -2,9 +2,9 @@
 //
 // THE SIMULATOR'S ACCOUNTING. Where the simulator charges several parameters for one real event,
 // a measured figure is split the way the simulator adds it up, so that simulating the measured
-// event gives the measured time back (NB: must match Simulation::sem_post, op_sleep and
-// op_storage_sync in core/platform/sim.cc; harness/calibrate_test.cc simulates each event with
-// the converted values and checks this):
+// event gives the measured time back (NB: must match Simulation::sem_post, op_sleep,
+// op_storage_write and op_storage_sync in core/platform/sim_os.cc and sim_storage.cc;
+// harness/calibrate_test.cc simulates each event with the converted values and checks this):
 //   sem_post to a blocked waiter on another core, post -> the waiter runs
 //       = line transfer + rmw_extra_ns (the post's RMW of the semaphore's line)
 //         + semaphore_wake_ns + context_switch_ns (the waiter's dispatch)
@@ -12,6 +12,9 @@
 //   nanosleep(d) = d + sleep_slack_ns + context_switch_ns
 //   fdatasync after pwrites of n bytes
 //       = syscall_ns + n / storage_write_bytes_per_ns + fsync_ns + context_switch_ns
+//   a pwrite of n bytes into the page cache = syscall_ns + n / page_cache_write_bytes_per_ns
+//   writers on every CPU at once move bytes at page_cache_bytes_per_ns together at most (the
+//       measured aggregate rate is that parameter)
 // Each part is whole ns, negative results become 0.
 //
 // THE FILE: every SimConfig key in SimConfig's declaration order (keys added later follow, from
@@ -50,6 +53,12 @@ struct StorageParams {
 StorageParams storage_params(double syscall, double big_sync, size_t big_bytes, double small_sync,
                              size_t small_bytes, double copy_bytes_per_ns,
                              uint64_t context_switch_ns);
+
+// One writer's page-cache rate (page_cache_write_bytes_per_ns) from its measured rate over
+// pwrites of `chunk` bytes each (`bytes_per_ns`, system calls included), as the sim charges
+// each syscall_ns + its bytes / the rate (Simulation::op_storage_write). 3 significant digits;
+// 0 (the copy rate stands in) when the calls took no longer than their syscall_ns.
+double page_cache_write_param(double bytes_per_ns, size_t chunk, uint64_t syscall_ns);
 
 // The preset under construction: values and sources per key, and the log every figure is
 // printed to as it comes.

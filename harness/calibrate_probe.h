@@ -6,6 +6,7 @@
 
 #include <semaphore.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -64,6 +65,69 @@ auto on_cpu(int cpu, F f) {
   t.join();
   if (error) std::rethrow_exception(error);
   return result;
+}
+
+// Every CPU of `cpus` at once, one thread pinned to each: prepare(k) on thread k first (its
+// memory, its file), then samples + 1 windows (the first a warm-up, dropped) that all threads
+// start together (a spin barrier); in a window thread k calls step(k), which returns the bytes
+// it moved, until window_ns have passed. One sample: the sum of the threads' bytes per ns. An
+// exception on any thread stops the others at their next barrier and is rethrown here.
+template <class Prepare, class Step>
+std::vector<double> aggregate_rate_all_cpus(const std::vector<int>& cpus, int samples,
+                                            double window_ns, Prepare prepare, Step step) {
+  const size_t n = cpus.size();
+  std::atomic<size_t> arrived{0};
+  std::atomic<uint64_t> generation{0};
+  std::atomic<bool> failed{false};
+  // false when another thread failed: stop.
+  auto arrive_and_wait = [&] {
+    const uint64_t g = generation.load(std::memory_order_acquire);
+    if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
+      arrived.store(0, std::memory_order_relaxed);
+      generation.fetch_add(1, std::memory_order_release);
+    } else {
+      for (int spins = 0; generation.load(std::memory_order_acquire) == g; ++spins) {
+        if (failed.load(std::memory_order_acquire)) return false;
+        if (spins < 1000)
+          cpu_relax();
+        else
+          std::this_thread::yield();
+      }
+    }
+    return !failed.load(std::memory_order_acquire);
+  };
+  std::vector<std::vector<double>> rates(n);
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < n; ++k) {
+    threads.emplace_back([&, k] {
+      pin_self(cpus[k]);
+      try {
+        prepare(k);
+        for (int s = 0; s <= samples; ++s) {
+          if (!arrive_and_wait()) return;
+          const double t0 = now_ns();
+          double t = t0;
+          double bytes = 0;
+          while (t - t0 < window_ns) {
+            bytes += static_cast<double>(step(k));
+            t = now_ns();
+          }
+          if (s > 0) rates[k].push_back(bytes / (t - t0));
+        }
+      } catch (...) {
+        errors[k] = std::current_exception();
+        failed.store(true, std::memory_order_release);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  std::vector<double> v(static_cast<size_t>(samples), 0.0);
+  for (size_t k = 0; k < n; ++k)
+    for (size_t s = 0; s < v.size(); ++s) v[s] += rates[k][s];
+  return v;
 }
 
 void sleep_ns(long ns);         // nanosleep, restarted after signals

@@ -5,8 +5,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
 #include "absl/strings/str_format.h"
 #include "harness/calibrate_probe.h"
@@ -98,6 +100,26 @@ StorageFigures storage_figures(const std::string& dir, bool quick) {
     if (i >= 5 && now_ns() - sync_start > budget_ns / 2) break;
   }
   return s;
+}
+
+std::vector<double> page_cache_rate(const std::string& dir, const std::vector<int>& cpus,
+                                    size_t region_bytes, bool quick) {
+  const size_t chunks = std::max<size_t>(region_bytes / kPageCacheChunk, 1);
+  std::vector<std::unique_ptr<TempFile>> files;  // created here: a refusal throws before threads
+  for (size_t k = 0; k < cpus.size(); ++k) files.push_back(std::make_unique<TempFile>(dir));
+  const std::vector<char> chunk(kPageCacheChunk, 'c');
+  std::vector<size_t> at(cpus.size(), 0);
+  auto write_next = [&](size_t k) {
+    const off_t off = static_cast<off_t>((at[k]++ % chunks) * kPageCacheChunk);
+    files[k]->pwrite_all(chunk.data(), kPageCacheChunk, off);
+    return kPageCacheChunk;
+  };
+  return aggregate_rate_all_cpus(
+      cpus, quick ? 3 : 9, (quick ? 30 : 100) * 1e6,
+      [&](size_t k) {  // allocate the region's blocks first: what is timed are overwrites
+        for (size_t c = 0; c < chunks; ++c) write_next(k);
+      },
+      write_next);
 }
 
 }  // namespace walbench::calibration

@@ -1,7 +1,8 @@
 // What `walbench calibrate` measures of storage (harness/calibrate.h), in a temporary file of
 // the --fsync-path directory (removed however calibrate ends): a small pwrite (syscall cost),
 // large sequential pwrites then fdatasync (device bandwidth), and fdatasync after one 8 KiB
-// pwrite into the preallocated region (latency, as a WAL page in a segment). Raw figures in ns;
+// pwrite into the preallocated region (latency, as a WAL page in a segment); and the rate of
+// buffered writes, one writer's and every CPU's at once. Raw figures in ns (rates in bytes/ns);
 // calibrate_preset converts them to the simulator's accounting.
 #pragma once
 
@@ -24,5 +25,15 @@ struct StorageFigures {
 // Throws UsageError (harness/config.h) naming the directory when the file cannot be created,
 // written or synced.
 StorageFigures storage_figures(const std::string& dir, bool quick);
+
+// Buffered writes into the page cache: one thread pinned to each of `cpus` overwrites a region
+// of `region_bytes` of its own temporary file in `dir` (its blocks allocated by a first pass, as
+// a recycled WAL segment's are) in pwrites of kPageCacheChunk, all at once in windows; one
+// sample is the sum of their bytes per ns (calibrate_probe.h aggregate_rate_all_cpus). With one
+// CPU: one writer's rate; with all: the page cache shared (page lookup, LRU and dirty
+// accounting, memory bandwidth). Throws UsageError as above.
+constexpr size_t kPageCacheChunk = size_t{1} << 20;
+std::vector<double> page_cache_rate(const std::string& dir, const std::vector<int>& cpus,
+                                    size_t region_bytes, bool quick);
 
 }  // namespace walbench::calibration

@@ -171,11 +171,18 @@ TEST_CASE("calibrate --quick writes a preset file that loads with plausible valu
   if (!memory_backed(dir.path)) CHECK(c.storage_write_bytes_per_ns > 0);
   CHECK(c.storage_write_bytes_per_ns <= 1000);
   CHECK(c.fsync_ns <= 1000000000);               // a sync within a second
+  // Buffered writes: slower than the wire of any disk is no page cache (> 0.05 B/ns = 50 MB/s),
+  // faster than memory is not a copy (<= 1000 B/ns); all CPUs together at least about one.
+  CHECK(c.page_cache_write_bytes_per_ns > 0.05);
+  CHECK(c.page_cache_write_bytes_per_ns <= 1000);
+  CHECK(c.page_cache_bytes_per_ns > 0.05);
+  CHECK(c.page_cache_bytes_per_ns <= 1000);
+  CHECK(log.str().find("1 MiB pwrites (page cache), all") != std::string::npos);
   // Every measured value keeps its raw figure with its spread in "sources".
   for (const char* key :
        {"line_hit_ns", "memory_ns", "rmw_extra_ns", "fence_ns", "pause_ns", "context_switch_ns",
         "copy_bytes_per_ns", "memory_bandwidth_bytes_per_ns", "crc_bytes_per_ns", "syscall_ns",
-        "fsync_ns"}) {
+        "fsync_ns", "page_cache_write_bytes_per_ns", "page_cache_bytes_per_ns"}) {
     INFO(key);
     CHECK(j["sources"][key].get<std::string>().find("IQR") != std::string::npos);
   }
@@ -248,6 +255,42 @@ TEST_CASE("calibrate: the conversions make the simulator reproduce each measured
   CHECK(static_cast<double>(small_sync_ns) == Approx(small_sync).margin(2));
   // The bandwidth keeps 3 significant digits: the big transfer is off by at most 0.5%.
   CHECK(static_cast<double>(big_sync_ns) == Approx(big_sync).epsilon(0.005));
+
+  // Buffered writes, converted and simulated: one writer measured 2.3 B/ns over 1 MiB pwrites
+  // (system calls included), and four at once, one per core, 5 B/ns together (less than four
+  // times one: the page cache is shared). Both made up.
+  {
+    const size_t mib = size_t{1} << 20, pwrites = 64;
+    const double one_rate = 2.3, aggregate = 5.0;
+    SimConfig pc = cfg;
+    pc.page_cache_write_bytes_per_ns = page_cache_write_param(one_rate, mib, pc.syscall_ns);
+    pc.page_cache_bytes_per_ns = aggregate;
+    uint64_t one_writer_ns = 0, all_done = 0;
+    Simulation one(pc, 1);
+    one.spawn([&] {
+      const uint64_t t0 = SP::now_ns();
+      for (size_t i = 0; i < pwrites; ++i) SP::storage_write(mib);
+      one_writer_ns = SP::now_ns() - t0;
+    }, "writer");
+    REQUIRE(one.run().finished());
+    // 3 significant digits in the rate: within 0.5%.
+    CHECK(static_cast<double>(pwrites * mib) / static_cast<double>(one_writer_ns) ==
+          Approx(one_rate).epsilon(0.005));
+    Simulation four(pc, 1);
+    for (int w = 0; w < 4; ++w)
+      four.spawn([&] {
+        for (size_t i = 0; i < pwrites; ++i) SP::storage_write(mib);  // each its own file
+        all_done = std::max(all_done, SP::now_ns());
+      }, "writer " + std::to_string(w));
+    REQUIRE(four.run().finished());
+    // The four start after their dispatch (context_switch_ns); then the shared rate binds.
+    const double moved = 4.0 * static_cast<double>(pwrites * mib);
+    CHECK(moved / static_cast<double>(all_done - pc.context_switch_ns) ==
+          Approx(aggregate).epsilon(0.01));
+    // Calls no slower than their system calls leave nothing to copy: 0, the copy rate.
+    CHECK(page_cache_write_param(static_cast<double>(mib) / 600.0, mib, 640) == 0);
+    CHECK(page_cache_write_param(0, mib, 640) == 0);
+  }
 
   // A memory-backed directory: both syncs take about as long; no device time.
   const StorageParams mem = storage_params(640, 30000, big, 29000, small, 10, 2400);
@@ -363,7 +406,11 @@ TEST_CASE("calibrate: --fsync-path none keeps the storage defaults and prints to
   const SimConfig d;
   CHECK(j["fsync_ns"] == d.fsync_ns);
   CHECK(j["syscall_ns"] == d.syscall_ns);
+  CHECK(j["page_cache_write_bytes_per_ns"] == d.page_cache_write_bytes_per_ns);
+  CHECK(j["page_cache_bytes_per_ns"] == d.page_cache_bytes_per_ns);
   CHECK(j["sources"]["fsync_ns"].get<std::string>().find("--fsync-path none") != std::string::npos);
+  CHECK(j["sources"]["page_cache_bytes_per_ns"].get<std::string>().find("--fsync-path none") !=
+        std::string::npos);
   CHECK(r.err.find("IQR") != std::string::npos);
 }
 
