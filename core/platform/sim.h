@@ -92,7 +92,13 @@
 //   OS: `cores` x `smt` hardware threads. A fiber needs one to run; a global FIFO run queue holds
 //   the others. Dispatching a fiber onto a hardware thread costs context_switch_ns. A fiber that
 //   waits on a semaphore, sleeps or waits for storage releases its hardware thread; post() makes
-//   the waiter runnable semaphore_wake_ns later (jittered by the seed). Time slices: a fiber that
+//   the waiter runnable semaphore_wake_ns later (jittered by the seed) when a hardware thread is
+//   idle at the post (the IPI and the exit from idle that semaphore_wake_ns prices), and at once
+//   when none is: the waiter joins the run queue, as Linux's try_to_wake_up enqueues a task on a
+//   busy CPU's runqueue with no idle exit, and runs when a hardware thread frees (a fiber that
+//   was posted while every CPU was busy waits for one, not for an idle wake-up). Departure: a
+//   post finds the machine as the scheduler last left it (a CPU that frees between the post and
+//   the poster's next synchronisation is not seen). Time slices: a fiber that
 //   ran time_slice_ns while others wait in the run queue is preempted at its next P operation, or
 //   at a miss's arrival instant ("Misses") (and
 //   inside P::work). A spinning (parked) fiber keeps its hardware thread, like a real spinner.
@@ -323,7 +329,8 @@ struct SimConfig {
                                       // overheads for Linux threads")
   uint64_t time_slice_ns = 3000000;   // CFS sched_min_granularity on >= 8 CPUs (0.75 ms x 4);
                                       // EEVDF base_slice likewise
-  uint64_t semaphore_wake_ns = 1000;  // post -> waiter runnable on an idle CPU (IPI + wake-up);
+  uint64_t semaphore_wake_ns = 1000;  // post -> waiter runnable on an idle CPU (IPI + wake-up;
+                                      // not charged when no CPU is idle at the post: "OS");
                                       // with context_switch_ns it gives the ~2.2 us cross-core
                                       // futex wake-to-run of the same measurements (no deep
                                       // C-states; those add 10-100 us: calibrate measures it)

@@ -54,7 +54,8 @@ namespace {
   X(time_slice_ns, "ns", 1, kInf, kClosed,                                                        \
     "CPU time after which a thread is preempted if others wait in the run queue")                 \
   X(semaphore_wake_ns, "ns", 0, kInf, kClosed,                                                    \
-    "semaphore post -> waiter runnable (IPI and wake-up; dispatch adds context_switch_ns)")       \
+    "semaphore post -> waiter runnable on an idle CPU (IPI and wake-up; dispatch adds "            \
+    "context_switch_ns); with no idle CPU the waiter is queued at once")                          \
   X(semaphore_post_ns, "ns", 0, kInf, kClosed,                                                    \
     "the poster's futex_wake system call, paid only when a waiter sleeps")                        \
   X(semaphore_trylock_ns, "ns", 0, kInf, kClosed,                                                 \

@@ -155,7 +155,8 @@ void Simulation::sem_post(SimSemState& s) {
   w.sem_next = -1;
   w.sem = nullptr;
   w.state = Fiber::State::kWaking;
-  push_event(w, t + jittered(cfg_.semaphore_wake_ns));
+  const bool idle_cpu = pick_free_hw(w.last_hw) >= 0;
+  push_event(w, idle_cpu ? t + jittered(cfg_.semaphore_wake_ns) : t);
   ++counters_.semaphore_wakes;
   if (fp != nullptr) fp->clock += cfg_.semaphore_post_ns;
 }

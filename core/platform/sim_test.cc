@@ -1186,6 +1186,33 @@ TEST_CASE("sim: semaphores hand over in FIFO order with wake latency", "[sim]") 
                        cfg.semaphore_wake_ns + cfg.context_switch_ns);
 }
 
+TEST_CASE("sim: a post with no idle CPU queues the waiter at once, without the idle wake-up",
+          "[sim]") {
+  // One CPU: the poster holds it when it posts, so no CPU is idle to be woken (semaphore_wake_ns
+  // prices the IPI and the exit from idle). The waiter joins the run queue at the post and runs
+  // as soon as the poster gives the CPU up, here by sleeping 100 ns after the post.
+  SimConfig cfg = small_machine(1, 1, SimPlacement::kCompact);
+  cfg.semaphore_wake_ns = 50000;
+  auto sem = std::make_unique<SP::Semaphore>();
+  uint64_t posted_at = 0, slept_at = 0, woke_at = 0;
+  Simulation sim(cfg, 1);
+  sim.spawn([&] {
+    sem->wait();
+    woke_at = SP::now_ns();
+  }, "waiter");
+  sim.spawn([&] {
+    SP::work(100000);
+    posted_at = SP::now_ns();
+    sem->post();
+    SP::work(100);
+    slept_at = SP::now_ns();
+    SP::sleep_ns(1000000);
+  }, "poster");
+  REQUIRE(sim.run().finished());
+  CHECK(woke_at < posted_at + cfg.semaphore_wake_ns);
+  CHECK(woke_at == slept_at + cfg.context_switch_ns);
+}
+
 TEST_CASE("sim: config JSON round trip, presets, unknown keys", "[sim]") {
   const SimConfig d;
   const SimConfig back = SimConfig::from_json(d.to_json(), "cfg");
