@@ -17,7 +17,8 @@
 namespace walbench::calibration {
 namespace {
 
-// The temporary file of the storage measurements; removed however calibrate ends.
+// The temporary file of the storage measurements, walbench-calibrate-XXXXXX in the directory;
+// removed when calibrate returns or throws (a kill by signal leaves it behind to delete by hand).
 struct TempFile {
   explicit TempFile(const std::string& dir) {
     std::string tmpl = (std::filesystem::path(dir) / "walbench-calibrate-XXXXXX").string();
