@@ -296,8 +296,8 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
                           s.bytes / kMiB, where, show(sy, "ns")));
     }
     // One writer overwrites 64 MiB (beyond the caches, as copy_one_core's rings); every CPU
-    // its own region at once, 1 GiB / CPUs each held to 8-64 MiB (1 GiB in all on 16-128 CPUs,
-    // 16 MiB on 2, 64 MiB per CPU past 16): beyond the caches of one core each.
+    // its own region at once, 1 GiB / CPUs held to 8-64 MiB: 64 MiB each on up to 16 CPUs
+    // (128 MiB in all on 2), 1 GiB in all on 16-128, 8 MiB each past 128.
     constexpr size_t kOneWriterRegion = 64 * kMiB;
     const size_t each = std::clamp<size_t>(1024 * kMiB / cpus.size(), 8 * kMiB, 64 * kMiB);
     const Spread one = spread_of(
@@ -319,8 +319,9 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
     if (all.median < one.median)
       p.note(absl::StrFormat(
           "page cache: all %d CPUs together (%.1f B/ns) wrote slower than one alone (%.1f B/ns): "
-          "something else was writing or running; the sim caps every writer, one alone "
-          "included, at page_cache_bytes_per_ns, so rerun calibrate on a quiet machine",
+          "contention among the writers, or something else writing or running; the sim caps "
+          "every writer, one alone included, at page_cache_bytes_per_ns: check the machine was "
+          "quiet and rerun calibrate",
           cpus.size(), all.median, one.median));
     p.set("fsync_ns", sp.fsync_ns,
           absl::StrFormat("fdatasync after an 8 KiB pwrite into the preallocated region of a file "

@@ -96,9 +96,14 @@
 //   idle at the post (the IPI and the exit from idle that semaphore_wake_ns prices), and at once
 //   when none is: the waiter joins the run queue, as Linux's try_to_wake_up enqueues a task on a
 //   busy CPU's runqueue with no idle exit, and runs when a hardware thread frees (a fiber that
-//   was posted while every CPU was busy waits for one, not for an idle wake-up). Departure: a
+//   was posted while every CPU was busy waits for one, not for an idle wake-up). Departures: a
 //   post finds the machine as the scheduler last left it (a CPU that frees between the post and
-//   the poster's next synchronisation is not seen). Time slices: a fiber that
+//   the poster's next synchronisation is not seen), and a fiber already posted but not yet
+//   arrived holds no hardware thread, so several posts in a row while one hardware thread is
+//   idle all pay semaphore_wake_ns (Linux would wake one onto the idle CPU and queue the rest on
+//   busy ones at once); a queued waiter never preempts the running fiber (Linux's wake-up
+//   preemption often does): it runs when a hardware thread frees or a running fiber's time
+//   slice ends, and a spinning fiber keeps its hardware thread meanwhile. Time slices: a fiber that
 //   ran time_slice_ns while others wait in the run queue is preempted at its next P operation, or
 //   at a miss's arrival instant ("Misses") (and
 //   inside P::work). A spinning (parked) fiber keeps its hardware thread, like a real spinner.
