@@ -166,6 +166,7 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
     counters_.line_wait_ns += start - t;
     f.clock = start + ns(read_distance(id, c)) / 2;
     sync(f);
+    if (await_snoop(f, id, /*ownership=*/false)) return id;
     // Preempted at the arrival, the fiber may have moved (to a core that holds the line).
     const bool holds = holders_[size_t{id} * words_ + f.core / 64] >> (f.core % 64) & 1;
     const Distance from = holds ? Distance::kHit : read_distance(id, f.core);
@@ -200,6 +201,7 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
   // whatever reached the line first (a load, another RMW) is served first.
   f.clock = start + ns(at_issue) / 2;
   sync(f);
+  if (await_snoop(f, id, /*ownership=*/true, extra)) return id;
   const Distance from = write_distance(id, f.core);  // preempted at the arrival: may have moved
   last_start_ = std::max(f.clock, lines_[id].busy_until);
   f.clock = served_at_line(f.clock, lines_[id].busy_until, from) + extra;
@@ -245,6 +247,40 @@ void Simulation::stream_load(Fiber& f, const void* p) {
     f.clock = t + cfg_.line_hit_ns;
     return;
   }
+}
+
+// snoop_linger (COST MODEL "Misses"): a miss whose request reached its line while the line is
+// busy, or while earlier requests wait there, queues behind them. When the line frees the snoop
+// travels to the holder (half the transfer) and the request is ordered when it lands: the
+// holder's own accesses issued before that instant are hits (the holder still owns the line)
+// and come first; one in flight then finishes before the snoop is answered. The data comes back
+// in the other half. An ownership request (RMW, store) makes later requests queue behind it; a
+// load does not hold the line, so loads queued together are served alike. Returns false (and
+// does nothing) when the rule is off or the line is free at the arrival: served as before.
+bool Simulation::await_snoop(Fiber& f, uint32_t id, bool ownership, uint64_t extra) {
+  if (cfg_.snoop_linger == 0) return false;
+  const uint64_t free_at = std::max(lines_[id].busy_until, lines_[id].queue_until);
+  if (free_at <= f.clock) return false;
+  const uint64_t leg = ns(ownership ? write_distance(id, f.core) : read_distance(id, f.core));
+  if (ownership) lines_[id].queue_until = free_at + leg;
+  counters_.line_wait_ns += free_at - f.clock;
+  f.clock = free_at + leg / 2;
+  sync(f);  // the holder's accesses issued before the snoop lands run first
+  // Preempted at the snoop, the fiber may have moved (to a core that holds the line).
+  const bool holds = holders_[size_t{id} * words_ + f.core / 64] >> (f.core % 64) & 1;
+  const Distance from = ownership ? write_distance(id, f.core)
+                                  : (holds ? Distance::kHit : read_distance(id, f.core));
+  count(from);
+  const uint64_t served = std::max(f.clock, lines_[id].busy_until);
+  last_start_ = served;
+  f.clock = served + (ns(from) - ns(from) / 2) + extra;
+  if (ownership) {
+    take_ownership(id, f.core, f.clock);
+  } else {
+    lines_[id].owner = -1;  // the owner keeps a shared copy
+    holders_[size_t{id} * words_ + f.core / 64] |= uint64_t{1} << (f.core % 64);
+  }
+  return true;
 }
 
 // A miss's request reached its line at `arrival`: a line that is free sends the data back (the

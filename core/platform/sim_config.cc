@@ -43,6 +43,9 @@ namespace {
   X(rmw_extra_ns, "ns", 0, kInf, kClosed,                                                         \
     "a locked instruction (LOCK XADD / CMPXCHG / XCHG) beyond its line access")                   \
   X(fence_ns, "ns", 0, kInf, kClosed, "a full fence (MFENCE) with an empty store buffer")        \
+  X(snoop_linger, "0 or 1", 0, 1, kClosed,                                                        \
+    "1: a request queued at a busy line is ordered when its snoop reaches the holder, so the "   \
+    "holder's accesses issued before then (a failed CAS's retry) complete first; 0: at arrival") \
   X(pause_ns, "ns", 1, kInf, kClosed, "one PAUSE: SPIN_DELAY() in s_lock-style spin loops")      \
   X(spin_park_after, "iterations", 0, kInf, kClosed,                                              \
     "simulator speed, not the model: unchanged (load, spin delay) pairs before a spinner parks; " \

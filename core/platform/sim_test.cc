@@ -382,6 +382,57 @@ TEST_CASE("sim: a read miss sees what reached the line before its request did", 
   }
 }
 
+TEST_CASE("sim: snoop_linger: the holder's access issued before a queued request's snoop lands "
+          "comes first", "[sim]") {
+  // spread: the holder on core 0 (socket 0), the requester on core 2 (socket 1). The holder's
+  // second fetch_add starts at X, a hit that holds the line until X + hold; the requester's
+  // fetch_add is issued so that its request reaches the line at X + 3 and finds it busy. The
+  // holder issues a third fetch_add the instant its second completes (a failed CAS's retry).
+  //   snoop_linger 0: the request is ordered at its arrival, before the third add: it sees 2,
+  //     and the third add is a miss, served after it.
+  //   snoop_linger 1: it is ordered when its snoop lands at the holder, half a transfer after
+  //     the line frees; the third add, issued before that, is a hit and comes first: it sees 3.
+  // Either way the requester's data is back a whole transfer after the line freed.
+  for (const uint32_t linger : {0u, 1u}) {
+    DYNAMIC_SECTION("snoop_linger " << linger) {
+      SimConfig cfg = small_machine(4, 2, SimPlacement::kSpread);
+      cfg.cross_socket_transfer_ns = 108;
+      cfg.snoop_linger = linger;
+      const uint64_t x = cfg.cross_socket_transfer_ns;
+      const uint64_t hold = cfg.line_hit_ns + cfg.rmw_extra_ns;
+      const uint64_t at = cfg.context_switch_ns + 1000;  // X
+      auto w = std::make_unique<OwnLine<SP::Atomic<uint64_t>>>();
+      uint64_t seen = 0, t_seen = 0, third_start = 0, third_done = 0, third_old = 0;
+      Simulation sim(cfg, 1);
+      sim.spawn([&] {
+        w->v.fetch_add(1);  // takes the line
+        SP::work(at - SP::now_ns());
+        w->v.fetch_add(1);  // a hit: the line is busy until at + hold
+        third_start = SP::now_ns();
+        third_old = w->v.fetch_add(1);
+        third_done = SP::now_ns();
+      }, "holder");
+      sim.spawn([&] {
+        SP::work(at + 3 - x / 2 - SP::now_ns());
+        seen = w->v.fetch_add(1);
+        t_seen = SP::now_ns();
+      }, "requester");
+      REQUIRE(sim.run().finished());
+      CHECK(third_start == at + hold);
+      CHECK(t_seen == at + hold + x + cfg.rmw_extra_ns);
+      if (linger == 0) {
+        CHECK(seen == 2);
+        CHECK(third_old == 3);
+        CHECK(third_done > t_seen);  // queued behind the request
+      } else {
+        CHECK(seen == 3);
+        CHECK(third_old == 2);
+        CHECK(third_done == third_start + hold);  // a hit
+      }
+    }
+  }
+}
+
 TEST_CASE("sim: an RMW is ordered where its request reaches the line, first come, first served",
           "[sim]") {
   // spread on 4 cores, 2 sockets: the owner on core 0 and the incrementer on core 1 (socket 0),
