@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <ostream>
@@ -239,6 +240,52 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
           absl::StrFormat("memcpy on all %d usable CPUs at once, each 4 MiB blocks between its own "
                           "rings, sum of the rates (copied bytes: each read and written): %s",
                           cpus.size(), show(m, "bytes/ns")));
+  }
+  {
+    // snoop_linger: how a contended line is handed on (sim.h COST MODEL "Misses"). The same CAS
+    // loop measured here on every CPU and run on the simulated machine both ways; the nearer
+    // prediction (on a log scale) wins, when the two differ enough to tell them apart.
+    const uint32_t n = cpus.front() < 0 ? 1 : static_cast<uint32_t>(cpus.size());
+    std::string src;
+    uint32_t linger = 0;
+    if (n < 2) {
+      src = "not measured (fewer than two usable CPUs); 0, the model the shipped results use";
+    } else {
+      const CasLoopFigures m = cas_loop_contention(cpus, quick ? 3 : 9, (quick ? 10 : 30) * 1e6);
+      std::vector<double> per_us = m.successes_per_ns;
+      for (double& v : per_us) v *= 1000;
+      p.figure(absl::StrFormat("CAS loop on one word, all %d CPUs (successes)", n),
+               spread_of(per_us), "per us");
+      SimConfig sc;
+      sc.cores = n;
+      sc.smt = 1;
+      sc.sockets = topo.sockets > 0 && n % topo.sockets == 0 ? topo.sockets : 1;
+      sc.same_socket_transfer_ns = p.value("same_socket_transfer_ns").get<uint64_t>();
+      sc.cross_socket_transfer_ns = p.value("cross_socket_transfer_ns").get<uint64_t>();
+      sc.wake_jitter = 0;
+      sc.snoop_linger = 0;
+      const double at_arrival = sim_cas_loop_tries_per_success(sc, n, 100);
+      sc.snoop_linger = 1;
+      const double holder_first = sim_cas_loop_tries_per_success(sc, n, 100);
+      const double measured = m.tries_per_success;
+      const bool distinct = holder_first > 0 && at_arrival / holder_first >= 1.5;
+      if (distinct && measured > 0)
+        linger = std::abs(std::log(measured / holder_first)) <
+                         std::abs(std::log(measured / at_arrival))
+                     ? 1
+                     : 0;
+      src = absl::StrFormat(
+          "CAS loop on one word by all %d usable CPUs: %.2f tries per success; the simulated "
+          "machine predicts %.2f ordered at arrival (0), %.2f with the holder's retry first (1)%s",
+          n, measured, at_arrival, holder_first,
+          distinct ? "; the nearer on a log scale"
+                   : "; too few CPUs to tell them apart: 0, the model the shipped results use");
+      p.note(absl::StrFormat("line hand-over: %.2f CAS tries per success on %d CPUs (simulated: "
+                             "%.2f at arrival, %.2f holder first) -> snoop_linger %d%s",
+                             measured, n, at_arrival, holder_first, linger,
+                             distinct ? "" : " (undecided)"));
+    }
+    p.set("snoop_linger", linger, src);
   }
   {
     // crc_bytes_per_ns is PostgreSQL's CRC (calibrate_cpu.h), not the model's ISA-L one.

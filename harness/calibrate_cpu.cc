@@ -183,6 +183,38 @@ std::vector<double> copy_all_cores(const std::vector<int>& cpus, int samples, do
       });
 }
 
+CasLoopFigures cas_loop_contention(const std::vector<int>& cpus, int samples, double window_ns) {
+  struct alignas(64) Count {
+    uint64_t tries = 0, wins = 0;
+  };
+  struct alignas(64) Word {
+    std::atomic<uint64_t> v{0};
+  };
+  auto word = std::make_unique<Word>();
+  std::vector<Count> counts(cpus.size());
+  CasLoopFigures out;
+  out.successes_per_ns = aggregate_rate_all_cpus(
+      cpus, samples, window_ns, [](size_t) {},
+      [&](size_t k) {
+        constexpr int kBatch = 16;
+        Count& c = counts[k];
+        for (int i = 0; i < kBatch; ++i) {
+          uint64_t v = word->v.load(std::memory_order_relaxed);
+          do ++c.tries;
+          while (!word->v.compare_exchange_weak(v, v + 1));
+          ++c.wins;
+        }
+        return kBatch;
+      });
+  uint64_t tries = 0, wins = 0;
+  for (const Count& c : counts) {
+    tries += c.tries;
+    wins += c.wins;
+  }
+  out.tries_per_success = wins ? static_cast<double>(tries) / static_cast<double>(wins) : 0.0;
+  return out;
+}
+
 namespace {
 // Bytes per ns of crc(buffer) over a cache-resident 64 KiB buffer of random bytes.
 template <class Crc>

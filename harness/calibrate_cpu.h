@@ -40,6 +40,18 @@ std::vector<double> copy_one_core(int samples);
 // sample is the sum of the threads' rates, bytes per ns. A spin barrier starts each window.
 std::vector<double> copy_all_cores(const std::vector<int>& cpus, int samples, double window_ns);
 
+// Every listed CPU at once, one pinned thread each, increments one shared word with a CAS loop
+// (load once, then compare_exchange until it succeeds: RocksDB's LinkOne, LWLockAttemptLock)
+// for `window_ns` per sample. tries_per_success over all samples; successes_per_ns per sample.
+// SimConfig::snoop_linger is decided from it (calibrate.cc): the simulator's prediction of the
+// same loop is near 1 try per success with the holder's retry winning, and grows with the
+// number of CPUs when requests are ordered at arrival (sim_cas_loop_tries_per_success).
+struct CasLoopFigures {
+  double tries_per_success = 0;
+  std::vector<double> successes_per_ns;
+};
+CasLoopFigures cas_loop_contention(const std::vector<int>& cpus, int samples, double window_ns);
+
 // The loop PostgreSQL's CRC runs (crc32c_sse42_loop) lives with the model's CRC.
 using walbench::crc32c_sse42_loop;
 using walbench::have_crc32c_sse42;

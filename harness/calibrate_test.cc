@@ -186,6 +186,15 @@ TEST_CASE("calibrate --quick writes a preset file that loads with plausible valu
     INFO(key);
     CHECK(j["sources"][key].get<std::string>().find("IQR") != std::string::npos);
   }
+  // The line hand-over: the CAS loop's tries per success next to the simulator's two
+  // predictions; decided only when those differ by 1.5x or more.
+  const std::string linger = j["sources"]["snoop_linger"].get<std::string>();
+  if (topo.cpus.size() >= 2) {
+    CHECK(linger.find("tries per success") != std::string::npos);
+    CHECK(linger.find("predicts") != std::string::npos);
+    CHECK(log.str().find("CAS loop on one word") != std::string::npos);
+  }
+  if (linger.find("too few CPUs") != std::string::npos) CHECK(c.snoop_linger == 0);
   // What was not measured keeps SimConfig's default.
   const SimConfig d;
   CHECK(c.time_slice_ns == d.time_slice_ns);
@@ -300,6 +309,19 @@ TEST_CASE("calibrate: the conversions make the simulator reproduce each measured
   // Subtractions that would go negative are 0, not a wrapped unsigned.
   CHECK(semaphore_wake_param(1000, 500, 2400) == 0);
   CHECK(sleep_slack_param(-5, 0) == 0);
+}
+
+TEST_CASE("calibrate: the CAS loop counts every try and every success", "[calibrate]") {
+  // Two threads (unpinned when the CPU list is unknown) in the CAS loop of snoop_linger's
+  // measurement: at least one try per success, and a positive rate in every sample.
+  std::vector<int> cpus;
+  for (const auto& c : calibration::read_topology().cpus) cpus.push_back(c.cpu);
+  if (cpus.size() < 2) cpus = {-1, -1};
+  cpus.resize(2);
+  const calibration::CasLoopFigures m = calibration::cas_loop_contention(cpus, 3, 2e6);
+  CHECK(m.tries_per_success >= 1.0);
+  REQUIRE(m.successes_per_ns.size() == 3);
+  for (const double r : m.successes_per_ns) CHECK(r > 0);
 }
 
 TEST_CASE("calibrate: the PostgreSQL-style CRC loop computes CRC-32C", "[calibrate]") {

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <boost/context/protected_fixedsize_stack.hpp>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #if defined(__SANITIZE_THREAD__)
 #define WALBENCH_SIM_TSAN 1
@@ -579,4 +581,25 @@ SimOutcome Simulation::outcome(SimStatus st) const {
   std::fflush(stderr);
   std::abort();
 }
+double sim_cas_loop_tries_per_success(const SimConfig& cfg, uint32_t threads, uint32_t wins) {
+  struct alignas(64) Word {
+    SimPlatform::Atomic<uint64_t> v;
+  };
+  auto word = std::make_unique<Word>();
+  std::vector<uint64_t> tries(threads, 0);
+  Simulation sim(cfg, 1);
+  for (uint32_t k = 0; k < threads; ++k)
+    sim.spawn([&, k] {
+      for (uint32_t i = 0; i < wins; ++i) {
+        uint64_t v = word->v.load();
+        do ++tries[k];
+        while (!word->v.compare_exchange(v, v + 1));
+      }
+    }, "cas");
+  if (!sim.run().finished()) return 0.0;
+  uint64_t all = 0;
+  for (const uint64_t t : tries) all += t;
+  return threads == 0 || wins == 0 ? 0.0 : static_cast<double>(all) / (static_cast<double>(threads) * wins);
+}
+
 }  // namespace walbench

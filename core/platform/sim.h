@@ -82,7 +82,9 @@
 //   failed CAS is served first, the retry queues behind them all and fails again, so N
 //   contenders make about one success per N transfers (write_group at 256 clients on 480 vCPU:
 //   242 CAS tries per join, 2.7 at 64 clients; results/README.md "Collapses not yet
-//   explained"). On real cores the retry usually wins the line, as modelled by 1. It is off by
+//   explained"). On real cores the retry often wins the line (the snoop arrives later), as
+//   modelled by 1; which of the two a many-core machine is nearer `walbench calibrate` measures
+//   (sim_cas_loop_tries_per_success, below). It is off by
 //   default because the shipped results and the fidelity scores were made with 0, and with 1
 //   the PG 15 waitlist collapse of the fsync-off table is no longer reproduced (README
 //   "Platforms"): a switch to adopt only with a full rerun.
@@ -1172,5 +1174,13 @@ struct SimPlatform {
 };
 
 static_assert(Platform<SimPlatform>);
+
+// The CAS-loop micro-benchmark `walbench calibrate` runs on the real machine
+// (harness/calibrate_cpu.h cas_loop_contention), run on the simulated machine `cfg`: `threads`
+// fibers (at most cfg's hardware threads, placed by its placement) each add 1 to one word
+// `wins` times with a CAS loop (load once, then CAS until it succeeds, as RocksDB's LinkOne and
+// LWLockAttemptLock do). Returns the CAS tries per success: with snoop_linger 0 about 0.4 x
+// threads (a failed CAS's retry queues behind the others' requests), with 1 about 1.2-1.4.
+double sim_cas_loop_tries_per_success(const SimConfig& cfg, uint32_t threads, uint32_t wins);
 
 }  // namespace walbench

@@ -433,6 +433,32 @@ TEST_CASE("sim: snoop_linger: the holder's access issued before a queued request
   }
 }
 
+TEST_CASE("sim: snoop_linger: CAS tries per success of N cores in a CAS loop", "[sim]") {
+  // The micro-benchmark `walbench calibrate` runs on the real machine and on the simulated one
+  // (sim_cas_loop_tries_per_success): every core increments one word with a CAS loop. Ordered
+  // at arrival (0), a failed CAS's retry queues behind the requests that reached the line
+  // during it: the tries per success grow with N. With the holder's retry winning (1) they stay
+  // near 1. calibrate sets the parameter by which prediction its measurement is nearer.
+  for (const uint32_t n : {8u, 32u}) {
+    SimConfig cfg = small_machine(n, 2, SimPlacement::kSpread);
+    cfg.snoop_linger = 0;
+    const double arrival = sim_cas_loop_tries_per_success(cfg, n, 200);
+    cfg.snoop_linger = 1;
+    const double snoop = sim_cas_loop_tries_per_success(cfg, n, 200);
+    INFO(n << " cores: " << arrival << " tries per success ordered at arrival, " << snoop
+           << " with the holder's retry first");
+    CHECK(arrival > 0.3 * n);
+    CHECK(snoop > 1.0);
+    CHECK(snoop < 1.5);
+  }
+  // Two cores cannot tell them apart (calibrate leaves the parameter at 0 there).
+  SimConfig two = small_machine(2, 1, SimPlacement::kSpread);
+  const double a2 = sim_cas_loop_tries_per_success(two, 2, 200);
+  two.snoop_linger = 1;
+  const double s2 = sim_cas_loop_tries_per_success(two, 2, 200);
+  CHECK(a2 / s2 < 1.5);
+}
+
 TEST_CASE("sim: an RMW is ordered where its request reaches the line, first come, first served",
           "[sim]") {
   // spread on 4 cores, 2 sockets: the owner on core 0 and the incrementer on core 1 (socket 0),
