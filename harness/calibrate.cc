@@ -260,8 +260,18 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
       sc.cores = n;
       sc.smt = 1;
       sc.sockets = topo.sockets > 0 && n % topo.sockets == 0 ? topo.sockets : 1;
-      sc.same_socket_transfer_ns = p.value("same_socket_transfer_ns").get<uint64_t>();
-      sc.cross_socket_transfer_ns = p.value("cross_socket_transfer_ns").get<uint64_t>();
+      // The machine measured so far; SMT siblings count as cores (every CPU runs the loop), and
+      // clusters are kept when their size still divides a socket's CPUs.
+      const uint32_t per_socket = n / sc.sockets;
+      sc.cores_per_cluster = topo.cores_per_cluster > 0 && per_socket % topo.cores_per_cluster == 0
+                                 ? topo.cores_per_cluster
+                                 : 0;
+      auto measured_ns = [&](const char* key) { return p.value(key).get<uint64_t>(); };
+      sc.line_hit_ns = measured_ns("line_hit_ns");
+      sc.rmw_extra_ns = measured_ns("rmw_extra_ns");
+      sc.same_cluster_transfer_ns = measured_ns("same_cluster_transfer_ns");
+      sc.same_socket_transfer_ns = measured_ns("same_socket_transfer_ns");
+      sc.cross_socket_transfer_ns = measured_ns("cross_socket_transfer_ns");
       sc.wake_jitter = 0;
       sc.snoop_linger = 0;
       const double at_arrival = sim_cas_loop_tries_per_success(sc, n, 100);
@@ -278,7 +288,8 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
           "CAS loop on one word by all %d usable CPUs: %.2f tries per success; the simulated "
           "machine predicts %.2f ordered at arrival (0), %.2f with the holder's retry first (1)%s",
           n, measured, at_arrival, holder_first,
-          distinct ? "; the nearer on a log scale"
+          distinct ? "; the nearer on a log scale (1 makes runs differ from the shipped "
+                     "results, made with 0: README \"Platforms\")"
                    : "; too few CPUs to tell them apart: 0, the model the shipped results use");
       p.note(absl::StrFormat("line hand-over: %.2f CAS tries per success on %d CPUs (simulated: "
                              "%.2f at arrival, %.2f holder first) -> snoop_linger %d%s",

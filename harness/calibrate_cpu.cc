@@ -201,7 +201,7 @@ CasLoopFigures cas_loop_contention(const std::vector<int>& cpus, int samples, do
         for (int i = 0; i < kBatch; ++i) {
           uint64_t v = word->v.load(std::memory_order_relaxed);
           do ++c.tries;
-          while (!word->v.compare_exchange_weak(v, v + 1));
+          while (!word->v.compare_exchange_strong(v, v + 1));  // no spurious failures counted
           ++c.wins;
         }
         return kBatch;

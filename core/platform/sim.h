@@ -74,20 +74,23 @@
 //   requests wait) is ordered not at its arrival but when its snoop lands at the holder: when the
 //   line frees, the snoop travels there (half the transfer, the half the busy case already
 //   prices), and the holder's own accesses issued before that instant are hits that come first
-//   (one in flight finishes before the snoop is answered); the data comes back in the other
-//   half, so the request's cost is unchanged, only its order. Later ownership requests queue
-//   behind it (Line::queue_until); loads queue but do not hold the line. Why it matters: a CAS
-//   loop (RocksDB's LinkOne, LWLockAttemptLock) retries the instant its CAS fails, while the core
-//   still holds the line; ordered at arrival, every request that reached the line during the
-//   failed CAS is served first, the retry queues behind them all and fails again, so N
-//   contenders make about one success per N transfers (write_group at 256 clients on 480 vCPU:
-//   242 CAS tries per join, 2.7 at 64 clients; results/README.md "Collapses not yet
-//   explained"). On real cores the retry often wins the line (the snoop arrives later), as
-//   modelled by 1; which of the two a many-core machine is nearer `walbench calibrate` measures
-//   (sim_cas_loop_tries_per_success, below). It is off by
-//   default because the shipped results and the fidelity scores were made with 0, and with 1
-//   the PG 15 waitlist collapse of the fsync-off table is no longer reproduced (README
-//   "Platforms"): a switch to adopt only with a full rerun.
+//   (one in flight finishes before the snoop is answered; a holder can fit about half a
+//   transfer / (line_hit_ns + rmw_extra_ns) RMWs in, ~7 across sockets); the data comes back in
+//   the other half, so the request's cost is unchanged, only its order. Later ownership requests
+//   queue behind it (Line::queue_until); loads queue but do not hold the line (an ownership
+//   request arriving after a queued load may land its snoop first); buffered stores and
+//   streamed loads are ordered at issue and do not queue. Why it matters: a CAS loop (RocksDB's
+//   LinkOne, LWLockAttemptLock) retries the instant its CAS fails, while the core still holds
+//   the line; ordered at arrival, every request that reached the line during the failed CAS is
+//   served first, the retry queues behind them and fails again, so the tries per success grow
+//   with the contenders (about 0.4 per core in a pure CAS loop, sim_cas_loop_tries_per_success;
+//   write_group's LinkOne at 256 clients on 480 vCPU: 242 tries per join, 2.7 at 64 clients;
+//   results/README.md "Line hand-over"). With 1 the retry mostly wins the line (the next snoop
+//   arrives after it). Which of the two a many-core machine is nearer, `walbench calibrate`
+//   measures (a CAS loop on every CPU against both predictions). It is off by default because
+//   the shipped results and the fidelity scores were made with 0, and with 1 PG 15's waitlist
+//   collapse (fsync-off and no-spinlocks tables) is no longer reproduced (README "Platforms"):
+//   a switch to adopt only with a full rerun.
 //   A plain (buffered) store is ordered at issue: its core goes on, and nothing waits for it.
 //   A seq_cst store
 //   (P::Atomic store(v), x86 xchg) costs like an RMW without the extra.

@@ -254,15 +254,21 @@ void Simulation::stream_load(Fiber& f, const void* p) {
 // travels to the holder (half the transfer) and the request is ordered when it lands: the
 // holder's own accesses issued before that instant are hits (the holder still owns the line)
 // and come first; one in flight then finishes before the snoop is answered. The data comes back
-// in the other half. An ownership request (RMW, store) makes later requests queue behind it; a
-// load does not hold the line, so loads queued together are served alike. Returns false (and
-// does nothing) when the rule is off or the line is free at the arrival: served as before.
+// in the other half. An ownership request (RMW, seq_cst store) makes later requests queue
+// behind it (queue_until: when it will be done, priced from the holders at its arrival); a load
+// does not hold the line, so loads queued together are served alike, and an ownership request
+// that arrives after a queued load but lands its snoop first is ordered before it. Buffered
+// stores and streamed loads are ordered at issue, as without the rule, and do not queue.
+// Returns false (and does nothing) when the rule is off or the line is free at the arrival:
+// served as before.
 bool Simulation::await_snoop(Fiber& f, uint32_t id, bool ownership, uint64_t extra) {
   if (cfg_.snoop_linger == 0) return false;
   const uint64_t free_at = std::max(lines_[id].busy_until, lines_[id].queue_until);
   if (free_at <= f.clock) return false;
-  const uint64_t leg = ns(ownership ? write_distance(id, f.core) : read_distance(id, f.core));
-  if (ownership) lines_[id].queue_until = free_at + leg;
+  const bool held = holders_[size_t{id} * words_ + f.core / 64] >> (f.core % 64) & 1;
+  const uint64_t leg = ns(ownership ? write_distance(id, f.core)
+                                    : (held ? Distance::kHit : read_distance(id, f.core)));
+  if (ownership) lines_[id].queue_until = free_at + leg + extra;  // when it will be done
   counters_.line_wait_ns += free_at - f.clock;
   f.clock = free_at + leg / 2;
   sync(f);  // the holder's accesses issued before the snoop lands run first
@@ -272,6 +278,7 @@ bool Simulation::await_snoop(Fiber& f, uint32_t id, bool ownership, uint64_t ext
                                   : (holds ? Distance::kHit : read_distance(id, f.core));
   count(from);
   const uint64_t served = std::max(f.clock, lines_[id].busy_until);
+  counters_.line_wait_ns += served - f.clock;  // the holder's access in flight at the snoop
   last_start_ = served;
   f.clock = served + (ns(from) - ns(from) / 2) + extra;
   if (ownership) {
