@@ -433,6 +433,40 @@ TEST_CASE("sim: snoop_linger: the holder's access issued before a queued request
   }
 }
 
+TEST_CASE("sim: snoop_linger: a holder's RMWs come first until the snoop lands, not after",
+          "[sim]") {
+  // As above, but the holder issues 12 fetch_adds back to back after its second, each a hit of
+  // line_hit_ns + rmw_extra_ns while it owns the line. The request reaches the busy line at
+  // X + 3; the line frees at X + hold and the snoop lands half a cross-socket transfer later.
+  // Exactly the adds issued before that instant come first: the requester sees 2 + that many.
+  SimConfig cfg = small_machine(4, 2, SimPlacement::kSpread);
+  cfg.cross_socket_transfer_ns = 108;
+  cfg.snoop_linger = 1;
+  const uint64_t x = cfg.cross_socket_transfer_ns;
+  const uint64_t hold = cfg.line_hit_ns + cfg.rmw_extra_ns;
+  const uint64_t at = cfg.context_switch_ns + 1000;
+  const uint64_t snoop = at + hold + x / 2;
+  uint64_t before_snoop = 0;  // adds issued at at + hold + i * hold < snoop
+  for (uint64_t t = at + hold; t < snoop; t += hold) ++before_snoop;
+  REQUIRE(before_snoop < 12);
+  auto w = std::make_unique<OwnLine<SP::Atomic<uint64_t>>>();
+  uint64_t seen = 0;
+  Simulation sim(cfg, 1);
+  sim.spawn([&] {
+    w->v.fetch_add(1);
+    SP::work(at - SP::now_ns());
+    w->v.fetch_add(1);
+    for (int i = 0; i < 12; ++i) w->v.fetch_add(1);
+  }, "holder");
+  sim.spawn([&] {
+    SP::work(at + 3 - x / 2 - SP::now_ns());
+    seen = w->v.fetch_add(1);
+  }, "requester");
+  REQUIRE(sim.run().finished());
+  CHECK(seen == 2 + before_snoop);
+  CHECK(w->v.load() == 15);
+}
+
 TEST_CASE("sim: snoop_linger: CAS tries per success of N cores in a CAS loop", "[sim]") {
   // The micro-benchmark `walbench calibrate` runs on the real machine and on the simulated one
   // (sim_cas_loop_tries_per_success): every core increments one word with a CAS loop. Ordered
