@@ -820,7 +820,10 @@ TEST_CASE("lwlock: wake-up rules", "[locks][lwlock]") {
     REQUIRE(eventually([&] { return holding[4].load() == 1; }));
     th.join();
     REQUIRE(lock.debug_state() == kFree);
-    for (int p = 1; p <= 4; ++p) REQUIRE(stats(procs, p).sleeps == 1);  // woken once each
+    // Each slept; who was woken when is pinned by the queue states above, not by the sleep
+    // count: a backoff sleep on the wait-list lock counts as a sleep too (under TSan on a
+    // loaded 2-core CI machine one waiter counted 2), as in the exclusive case.
+    for (int p = 1; p <= 4; ++p) REQUIRE(stats(procs, p).sleeps >= 1);
   }
 }
 
