@@ -1690,9 +1690,11 @@ ojson wait_event_compare(const json& result, const WaitEventTable& ref, const Fi
       claims = ojson{{"baseline", variants[0]}, {"other", variants[1]}, {"clients_lo", lo},
                      {"clients_hi", hi}, {"baseline_tps", {b_lo, b_hi}}, {"other_tps", {o_lo, o_hi}},
                      {"ratio", {r_lo, r_hi}},
-                     {"baseline_falls", b_hi < b_lo},
+                     // Each claim needs a move beyond the tie band (--tie-pct), as a winner does:
+                     // a 0.1% drift is noise, not "falls" or "grows".
+                     {"baseline_falls", b_hi < (1 - tie) * b_lo},
                      {"other_holds", o_hi >= (1 - tie) * o_lo},
-                     {"advantage_grows", r_hi > r_lo}};
+                     {"advantage_grows", r_hi > (1 + tie) * r_lo}};
       const auto& adv = clog_thread_advantage();
       if (adv.count(lo) && adv.count(hi) && variants[0] == "clog_exclusive")
         claims["published_ratio"] = {adv.at(lo), adv.at(hi)};

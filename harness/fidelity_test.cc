@@ -1030,6 +1030,23 @@ TEST_CASE("fidelity: wait-event shares, TVD, top event and the tps claims", "[fi
   CHECK(r.text.find("falls (as published)") != std::string::npos);
   CHECK(r.text.find("TVD 0.500") != std::string::npos);
 
+  // Moves inside the tie band (5%) are no claim: 1000 -> 990 does not fall, a ratio of
+  // 1.000 -> 1.010 does not grow.
+  const json flat = json::array({wait_cell("clog_exclusive", 64, 1000, {{"Client:ClientRead", 6}}),
+                                 wait_cell("clog_group_update", 64, 1000, {{"Client:ClientRead", 7}}),
+                                 wait_cell("clog_exclusive", 128, 990, {{"Client:ClientRead", 3}}),
+                                 wait_cell("clog_group_update", 128, 1000, {{"Client:ClientRead", 9}})});
+  const std::string res_flat = d.write("flat.json", result_file(flat));
+  opts.result_path = res_flat;
+  const ojson fl = wait_event_compare(nlohmann::json::parse(std::ifstream(res_flat)), load_wait_event_csv(csv), opts);
+  CHECK(fl["claims"]["baseline_falls"] == false);
+  CHECK(fl["claims"]["other_holds"] == true);
+  CHECK(fl["claims"]["advantage_grows"] == false);
+  const std::string flat_text = render_wait_event_compare(fl);
+  CHECK(flat_text.find("does not fall (published: falls)") != std::string::npos);
+  CHECK(flat_text.find("the advantage does not grow") != std::string::npos);
+  opts.result_path = res;
+
   // A fitted cell (the config's list) is shown but not scored.
   const json cfg = {{"fitted", json::array({{{"variant", "clog_exclusive"}, {"clients", 128}, {"reason", "tuned here"}}})}};
   const std::string res2 = d.write("r2.json", result_file(cells, cfg));
