@@ -91,6 +91,7 @@ Simulation::Simulation(const SimConfig& cfg, uint64_t seed)
   for (uint32_t pos = 0; pos < hw_threads_; ++pos) hw_order_pos_[pos_hw_[pos]] = pos;
   free_pos_bits_.assign((hw_threads_ + 63) / 64, 0);
   for (uint32_t pos = 0; pos < hw_threads_; ++pos) free_pos_bits_[pos / 64] |= uint64_t{1} << (pos % 64);
+  free_hw_ = hw_threads_;
   occupant_.assign(hw_threads_, -1);
   cluster_of_.resize(cfg_.cores);
   for (uint32_t c = 0; c < cfg_.cores; ++c) cluster_of_[c] = cluster_lo_[c] / cluster;
@@ -281,6 +282,10 @@ SimOutcome Simulation::run(uint64_t until_ns) {
         resume(f);
         break;
       case Fiber::State::kWaking:
+        if (f.idle_wake_in_flight) {
+          f.idle_wake_in_flight = false;
+          --idle_wakes_in_flight_;
+        }
         arrive(f, e.time);
         break;
       default:
@@ -386,12 +391,18 @@ int32_t Simulation::pick_free_hw(int32_t preferred) const {
 
 void Simulation::set_hw_free(uint32_t hw, bool free) {
   const uint32_t pos = hw_order_pos_[hw];
-  if (free) free_pos_bits_[pos / 64] |= uint64_t{1} << (pos % 64);
-  else free_pos_bits_[pos / 64] &= ~(uint64_t{1} << (pos % 64));
+  const uint64_t bit = uint64_t{1} << (pos % 64);
+  const bool was_free = (free_pos_bits_[pos / 64] & bit) != 0;
+  if (free == was_free) return;
+  if (free) free_pos_bits_[pos / 64] |= bit;
+  else free_pos_bits_[pos / 64] &= ~bit;
+  if (free) ++free_hw_;
+  else --free_hw_;
 }
 
 void Simulation::arrive(Fiber& f, uint64_t t) {
-  const int32_t hw = pick_free_hw(f.last_hw);
+  // Free hardware threads claimed by waiters still on their idle wake-up are not taken.
+  const int32_t hw = free_hw_ > idle_wakes_in_flight_ ? pick_free_hw(f.last_hw) : -1;
   if (hw >= 0) {
     dispatch(f, static_cast<uint32_t>(hw), t);
     return;

@@ -114,15 +114,15 @@
 //   the others. Dispatching a fiber onto a hardware thread costs context_switch_ns. A fiber that
 //   waits on a semaphore, sleeps or waits for storage releases its hardware thread; post() makes
 //   the waiter runnable semaphore_wake_ns later (jittered by the seed) when a hardware thread is
-//   idle at the post (the IPI and the exit from idle that semaphore_wake_ns prices), and at once
-//   when none is: the waiter joins the run queue, as Linux's try_to_wake_up enqueues a task on a
-//   busy CPU's runqueue with no idle exit, and runs when a hardware thread frees (a fiber that
-//   was posted while every CPU was busy waits for one, not for an idle wake-up). Departures: a
-//   post finds the machine as the scheduler last left it (a CPU that frees between the post and
-//   the poster's next synchronisation is not seen), and a fiber already posted but not yet
-//   arrived holds no hardware thread, so several posts in a row while one hardware thread is
-//   idle all pay semaphore_wake_ns (Linux would wake one onto the idle CPU and queue the rest on
-//   busy ones at once); a queued waiter never preempts the running fiber (Linux's wake-up
+//   idle at the post and not already claimed by a waiter still on its way (the IPI and the exit
+//   from idle that semaphore_wake_ns prices; the claim holds the thread for that waiter: no
+//   other arrival takes it until the waiter arrives), and at once when none is: the waiter
+//   joins the run queue, as Linux's try_to_wake_up enqueues a task on a busy CPU's runqueue with
+//   no idle exit, and runs when a hardware thread frees (several posts in a row while one
+//   hardware thread is idle: the first takes the idle wake-up, the rest queue at once).
+//   Departures: a post finds the machine as the scheduler last left it (a CPU that frees
+//   between the post and the poster's next synchronisation is not seen); a queued waiter never
+//   preempts the running fiber (Linux's wake-up
 //   preemption often does): it runs when a hardware thread frees or a running fiber's time
 //   slice ends, and a spinning fiber keeps its hardware thread meanwhile. Time slices: a fiber that
 //   ran time_slice_ns while others wait in the run queue is preempted at its next P operation, or
@@ -738,6 +738,9 @@ class Simulation {
   std::vector<uint32_t> hw_order_pos_;   // hw -> position in placement order
   std::vector<uint32_t> pos_hw_;         // position -> hw
   std::vector<uint64_t> free_pos_bits_;  // free hardware threads by placement position
+  uint32_t free_hw_ = 0;                 // how many bits free_pos_bits_ has set
+  uint32_t idle_wakes_in_flight_ = 0;    // posted waiters charged semaphore_wake_ns, not arrived:
+                                         // each will take one of the free hardware threads
   std::vector<int32_t> occupant_;        // hw -> fiber index or -1
   // Working-set residency (COST MODEL "Working set"): per level (0 = a core's L2, 1 = a
   // cluster's L3) and cache, an LRU list of the fibers whose working set it holds, most recent
@@ -844,6 +847,7 @@ struct Simulation::Fiber {
   double frac = 0;  // sub-ns remainder of copy / CRC charges
   int32_t hw = -1;
   int32_t last_hw = -1;
+  bool idle_wake_in_flight = false;  // counted in Simulation::idle_wakes_in_flight_
   uint32_t core = 0;  // physical core while on a CPU
   // Working-set residency per cache level (Simulation::cache_lru_): the cache holding it, -1
   // for none, and the LRU links there.

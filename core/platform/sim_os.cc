@@ -155,7 +155,12 @@ void Simulation::sem_post(SimSemState& s) {
   w.sem_next = -1;
   w.sem = nullptr;
   w.state = Fiber::State::kWaking;
-  const bool idle_cpu = pick_free_hw(w.last_hw) >= 0;
+  // An idle hardware thread not already claimed by a waiter woken before this one.
+  const bool idle_cpu = free_hw_ > idle_wakes_in_flight_;
+  if (idle_cpu) {
+    w.idle_wake_in_flight = true;
+    ++idle_wakes_in_flight_;
+  }
   push_event(w, idle_cpu ? t + jittered(cfg_.semaphore_wake_ns) : t);
   ++counters_.semaphore_wakes;
   if (fp != nullptr) fp->clock += cfg_.semaphore_post_ns;

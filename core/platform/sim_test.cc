@@ -1324,6 +1324,37 @@ TEST_CASE("sim: a post with no idle CPU queues the waiter at once, without the i
   CHECK(woke_at == slept_at + cfg.context_switch_ns);
 }
 
+TEST_CASE("sim: posts in a row while one CPU is idle: one waiter takes the idle wake-up, the "
+          "others queue at once and leave that CPU to it", "[sim]") {
+  // Two CPUs: the poster holds one, the other is idle. The first post claims the idle CPU and
+  // pays semaphore_wake_ns; the next two find it claimed, so they join the run queue at once and
+  // run when the poster sleeps, and not on the claimed CPU before the first waiter arrives.
+  SimConfig cfg = small_machine(2, 1, SimPlacement::kCompact);
+  cfg.semaphore_wake_ns = 50000;
+  std::vector<std::unique_ptr<SP::Semaphore>> sems;
+  for (int i = 0; i < 3; ++i) sems.push_back(std::make_unique<SP::Semaphore>());
+  uint64_t posted_at = 0, slept_at = 0, woke_at[3] = {0, 0, 0};
+  Simulation sim(cfg, 1);
+  for (int i = 0; i < 3; ++i)
+    sim.spawn([&, i] {
+      sems[static_cast<size_t>(i)]->wait();
+      woke_at[i] = SP::now_ns();
+    }, "waiter");
+  sim.spawn([&] {
+    SP::work(100000);
+    posted_at = SP::now_ns();
+    for (auto& sem : sems) sem->post();
+    SP::work(100);
+    slept_at = SP::now_ns();
+    SP::sleep_ns(1000000);
+  }, "poster");
+  REQUIRE(sim.run().finished());
+  CHECK(woke_at[0] >= posted_at + cfg.semaphore_wake_ns);
+  CHECK(woke_at[1] == slept_at + cfg.context_switch_ns);
+  CHECK(woke_at[2] > woke_at[1]);
+  CHECK(woke_at[2] < posted_at + cfg.semaphore_wake_ns);
+}
+
 TEST_CASE("sim: config JSON round trip, presets, unknown keys", "[sim]") {
   const SimConfig d;
   const SimConfig back = SimConfig::from_json(d.to_json(), "cfg");
