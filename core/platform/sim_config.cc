@@ -58,7 +58,8 @@ namespace {
     "CPU time after which a thread is preempted if others wait in the run queue")                 \
   X(semaphore_wake_ns, "ns", 0, kInf, kClosed,                                                    \
     "semaphore post -> waiter runnable on an idle CPU (IPI and wake-up; dispatch adds "            \
-    "context_switch_ns); with no idle CPU the waiter is queued at once")                          \
+    "context_switch_ns); the idle CPU is claimed until it arrives; with none unclaimed the "       \
+    "waiter is queued at once")                                                                   \
   X(semaphore_post_ns, "ns", 0, kInf, kClosed,                                                    \
     "the poster's futex_wake system call, paid only when a waiter sleeps")                        \
   X(semaphore_trylock_ns, "ns", 0, kInf, kClosed,                                                 \
