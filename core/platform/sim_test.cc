@@ -1355,6 +1355,40 @@ TEST_CASE("sim: posts in a row while one CPU is idle: one waiter takes the idle 
   CHECK(woke_at[2] < posted_at + cfg.semaphore_wake_ns);
 }
 
+TEST_CASE("sim: a sleeper that wakes while the only free CPU is claimed by a posted waiter "
+          "queues; the waiter gets that CPU", "[sim]") {
+  // Two CPUs. The waiter and the sleeper block at once; the poster runs on one CPU and posts
+  // at 100 us, claiming the other for the waiter, who arrives 50 us later. The sleeper's timer
+  // ends at 110 us, inside the claim: it queues (Linux: that CPU has a wake-up pending) and runs
+  // only when the waiter, done at once, frees the CPU.
+  SimConfig cfg = small_machine(2, 1, SimPlacement::kCompact);
+  cfg.semaphore_wake_ns = 50000;
+  cfg.sleep_slack_ns = 0;
+  cfg.wake_jitter = 0;
+  SP::Semaphore sem;
+  uint64_t posted_at = 0, waiter_at = 0, sleeper_at = 0;
+  Simulation sim(cfg, 1);
+  sim.spawn([&] {
+    sem.wait();
+    waiter_at = SP::now_ns();
+  }, "waiter");
+  sim.spawn([&] {
+    SP::sleep_ns(110000);
+    sleeper_at = SP::now_ns();
+  }, "sleeper");
+  sim.spawn([&] {
+    SP::work(100000);
+    posted_at = SP::now_ns();
+    sem.post();
+    SP::work(300000);
+  }, "poster");
+  REQUIRE(sim.run().finished());
+  REQUIRE(posted_at >= 100000);
+  CHECK(waiter_at >= posted_at + cfg.semaphore_wake_ns);
+  CHECK(sleeper_at > waiter_at);
+  CHECK(sleeper_at < posted_at + 300000);  // on the waiter's freed CPU, not the poster's
+}
+
 TEST_CASE("sim: config JSON round trip, presets, unknown keys", "[sim]") {
   const SimConfig d;
   const SimConfig back = SimConfig::from_json(d.to_json(), "cfg");
