@@ -394,15 +394,14 @@ void Simulation::set_hw_free(uint32_t hw, bool free) {
   const uint64_t bit = uint64_t{1} << (pos % 64);
   const bool was_free = (free_pos_bits_[pos / 64] & bit) != 0;
   if (free == was_free) return;
-  if (free) free_pos_bits_[pos / 64] |= bit;
-  else free_pos_bits_[pos / 64] &= ~bit;
-  if (free) ++free_hw_;
-  else --free_hw_;
+  free_pos_bits_[pos / 64] ^= bit;
+  free ? ++free_hw_ : --free_hw_;
 }
 
+bool Simulation::unclaimed_hw_free() const { return free_hw_ > idle_wakes_in_flight_; }
+
 void Simulation::arrive(Fiber& f, uint64_t t) {
-  // Free hardware threads claimed by waiters still on their idle wake-up are not taken.
-  const int32_t hw = free_hw_ > idle_wakes_in_flight_ ? pick_free_hw(f.last_hw) : -1;
+  const int32_t hw = unclaimed_hw_free() ? pick_free_hw(f.last_hw) : -1;
   if (hw >= 0) {
     dispatch(f, static_cast<uint32_t>(hw), t);
     return;

@@ -711,6 +711,9 @@ class Simulation {
   bool touch_cache(uint32_t level, Fiber& f, uint32_t cache, uint64_t capacity);
   int32_t pick_free_hw(int32_t preferred) const;
   void set_hw_free(uint32_t hw, bool free);
+  // A free hardware thread that no posted waiter still on its idle wake-up has claimed (COST
+  // MODEL "OS"): arrive() takes one only then, and sem_post charges an idle wake-up only then.
+  bool unclaimed_hw_free() const;
   void unlink_parked(Fiber& f);
   void recompute_next_time();
   uint64_t jittered(uint64_t ns);

@@ -155,8 +155,7 @@ void Simulation::sem_post(SimSemState& s) {
   w.sem_next = -1;
   w.sem = nullptr;
   w.state = Fiber::State::kWaking;
-  // An idle hardware thread not already claimed by a waiter woken before this one.
-  const bool idle_cpu = free_hw_ > idle_wakes_in_flight_;
+  const bool idle_cpu = unclaimed_hw_free();
   if (idle_cpu) {
     w.idle_wake_in_flight = true;
     ++idle_wakes_in_flight_;
