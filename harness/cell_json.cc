@@ -55,7 +55,8 @@ json to_json(const ClogSpec& c) {
           {"page_size", c.page_size},
           {"hint_bit_miss", c.hint_bit_miss},
           {"procarray", c.procarray},
-          {"snapshot", c.snapshot}};
+          {"snapshot", c.snapshot},
+          {"snapshots_per_statement", c.snapshots_per_statement}};
 }
 
 json to_json(const WorkloadSpec& w) {

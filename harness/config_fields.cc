@@ -188,6 +188,10 @@ const std::vector<FieldDef>& field_defs() {
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.clog.snapshot = want_string(v, w, {"pgxact", "dense"});
        }},
+      {"clog", "snapshots_per_statement",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.clog.snapshots_per_statement = static_cast<uint32_t>(want_int(v, w, 1, 2));
+       }},
       {"run", "duration_s",
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.run.duration_s = want_number(v, w, 0, true, 1e6);

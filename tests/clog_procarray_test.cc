@@ -311,6 +311,31 @@ TEST_CASE("transaction workloads with the ProcArray modelled pass every verifier
         }
 }
 
+TEST_CASE("snapshots_per_statement: each statement that reads a table takes that many snapshots", "[clog][procarray]") {
+  const Variant v{"insert_locks", nlohmann::json::object()};
+  for (const uint32_t per_statement : {1u, 2u}) {
+    CellSpec spec = stress_spec(v);
+    spec.workload.name = "simple_update";  // UPDATE, SELECT, INSERT: three statements with a snapshot
+    spec.workload.transactional = true;
+    spec.clog.procarray = "exclusive";
+    spec.clog.snapshots_per_statement = per_statement;
+    spec.commit.synchronous_commit = false;
+    spec.platform.kind = "sim";
+    spec.platform.sim = {{"preset", "icelake_2s"}, {"cores", 4}, {"sockets", 1}};
+    spec.clients = 6;
+    INFO("snapshots_per_statement " << per_statement);
+    const Outcome o = run_cell(spec, 0.002);
+    REQUIRE(o.verify.ok);
+    const uint64_t committed = o.model["procarray"]["cleared"].get<uint64_t>();
+    const uint64_t snapshots = o.model["procarray"]["snapshots"].get<uint64_t>();
+    REQUIRE(committed > 10);
+    // Every committed transaction took 3 x per_statement; a client stopped mid-transaction
+    // took up to that many more.
+    CHECK(snapshots >= 3 * per_statement * committed);
+    CHECK(snapshots <= 3 * per_statement * (committed + spec.clients));
+  }
+}
+
 namespace {
 
 // The CLOG experiment's sim cell (configs/sim-clog-group-update-wait-events-128core.json) with a

@@ -80,6 +80,10 @@ struct ClogSpec {
   // How GetSnapshotData scans (with a ProcArray): "pgxact" (PG 9.2-13, the 12-byte PGXACT
   // array) | "dense" (PG 14+, the dense xids array and xactCompletionCount reuse).
   std::string snapshot = "pgxact";
+  // GetSnapshotData calls per statement that reads or writes a table (with a ProcArray):
+  // PostgreSQL in READ COMMITTED takes 2, one for parse analysis and planning and a new one for
+  // execution (core/cell/wal_cell.h statement()); 1 is the model before 2026-12-04.
+  uint32_t snapshots_per_statement = 1;
 };
 
 struct WorkloadSpec {

@@ -822,13 +822,15 @@ class WalCell final : public CellRun {
   // One statement's client overhead, reported as Client:ClientRead (the backend between two
   // statements waits for the client's next command; the parse/plan/execute CPU time in the
   // overhead is lumped in, see the header), then, for a statement that reads or writes a table
-  // (takes_snapshot), GetSnapshotData when a ProcArray is modelled. Departure: PostgreSQL takes
-  // two snapshots for a SELECT/INSERT/UPDATE/DELETE in READ COMMITTED, one in exec_simple_query
-  // (parse analysis and planning; exec_bind_message: planning, and with unnamed extended-protocol
-  // statements exec_parse_message takes a third) and a new one in PortalStart (or PortalRunMulti)
-  // for execution (postgres.c explains why the first is not reused: pgsql-hackers
-  // 5075D8DF.6050500@fuzzy.cz, 2012); the model takes one (README "Snapshots" has what taking
-  // two did to the CLOG and fsync-off tables).
+  // (takes_snapshot), GetSnapshotData when a ProcArray is modelled, clog.snapshots_per_statement
+  // times. PostgreSQL takes two for a SELECT/INSERT/UPDATE/DELETE in READ COMMITTED, one in
+  // exec_simple_query (parse analysis and planning; exec_bind_message: planning, and with
+  // unnamed extended-protocol statements exec_parse_message takes a third) and a new one in
+  // PortalStart (or PortalRunMulti) for execution (postgres.c explains why the first is not
+  // reused: pgsql-hackers 5075D8DF.6050500@fuzzy.cz, 2012, and the revert 532994299e of "Take
+  // fewer snapshots"). Departure: the planning work between the two is lumped into the overhead
+  // before both, so they are taken back to back (in the "dense" form the second is reused
+  // whenever no transaction with an xid ended during the first).
   void statement(Txn& t, bool takes_snapshot = false) {
     charge_working_set<P>();  // the backend's own code runs: sim.h "Working set"
     if (t.overhead_ns) {
@@ -839,7 +841,8 @@ class WalCell final : public CellRun {
         P::work(t.overhead_ns);
       t.me.clear_wait();
     }
-    if (takes_snapshot && proc_array_) proc_array_->get_snapshot(t.me);
+    if (takes_snapshot && proc_array_)
+      for (uint32_t i = 0; i < snapshots_per_statement_; ++i) proc_array_->get_snapshot(t.me);
   }
 
   // A visibility check of a row the statement found (HeapTupleSatisfiesMVCC / ...Update on a
@@ -1023,6 +1026,7 @@ class WalCell final : public CellRun {
   std::atomic<uint64_t> run_start_ns_{kNoStart};  // the first client's start (page_image)
   const uint32_t hint_miss_permille_ =
       static_cast<uint32_t>(std::lround(spec_.clog.hint_bit_miss * 1000.0));
+  const uint32_t snapshots_per_statement_ = spec_.clog.snapshots_per_statement;
   // Private streams (ideal), transactional workloads: each client's own XID counter and CLOG.
   struct PrivateXact {
     std::unique_ptr<XidGen<P>> xids;
