@@ -827,8 +827,7 @@ class WalCell final : public CellRun {
   // exec_simple_query (parse analysis and planning; exec_bind_message: planning, and with
   // unnamed extended-protocol statements exec_parse_message takes a third) and a new one in
   // PortalStart (or PortalRunMulti) for execution (postgres.c explains why the first is not
-  // reused: pgsql-hackers 5075D8DF.6050500@fuzzy.cz, 2012, and the revert 532994299e of "Take
-  // fewer snapshots"). Departure: the planning work between the two is lumped into the overhead
+  // reused: pgsql-hackers 5075D8DF.6050500@fuzzy.cz, 2012). Departure: the planning work between the two is lumped into the overhead
   // before both, so they are taken back to back (in the "dense" form the second is reused
   // whenever no transaction with an xid ended during the first).
   void statement(Txn& t, bool takes_snapshot = false) {
