@@ -93,6 +93,9 @@ TEST_CASE("postgres config errors name the path and what was expected", "[postgr
         error_of(R"({"platform": {"kind": "postgres"}, "wal": {"buffer_init": "lockfree"}})");
     CHECK(e.json_path == "/wal/buffer_init");
     CHECK(e.problem.find("setting of the model") != std::string::npos);
+    // The server takes its snapshots as PostgreSQL does; the model's count is no setting of it.
+    CHECK(error_of(R"({"platform": {"kind": "postgres"}, "clog": {"snapshots_per_statement": 2}})")
+              .json_path == "/clog/snapshots_per_statement");
   }
   SECTION("more clients than connections") {
     const auto e = error_of(

@@ -33,6 +33,12 @@ TEST_CASE("clog section: defaults, names, objects with params, the matrix", "[cl
   REQUIRE(s.size() == 2);
   CHECK(s[0].clog.snapshot == "pgxact");
   CHECK(s[1].clog.snapshot == "dense");
+  CHECK(d[0].clog.snapshots_per_statement == 1);
+  const auto two = cells_of(R"({"strategy": "single_lock", "clog": {"procarray": "exclusive"},
+      "matrix": {"clog.snapshots_per_statement": [1, 2]}})");
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].clog.snapshots_per_statement == 1);
+  CHECK(two[1].clog.snapshots_per_statement == 2);
 
   const auto g = cells_of(R"({"strategy": "single_lock",
       "clog": {"strategy": "clog_group_update", "clog_buffers": 32}})");
@@ -78,6 +84,10 @@ TEST_CASE("clog section: errors with JSON pointers and did-you-mean", "[clog][co
   const ConfigError sn = error_of(R"({"strategy": "single_lock", "clog": {"snapshot": "dens"}})");
   CHECK(sn.json_path == "/clog/snapshot");
   CHECK(sn.suggestion == "dense");
+  CHECK(error_of(R"({"strategy": "single_lock", "clog": {"snapshots_per_statement": 3}})")
+            .json_path == "/clog/snapshots_per_statement");
+  CHECK(error_of(R"({"strategy": "single_lock", "clog": {"snapshots_per_statement": 0}})")
+            .json_path == "/clog/snapshots_per_statement");
 }
 
 TEST_CASE("workload names and the transactional rule", "[clog][config]") {
