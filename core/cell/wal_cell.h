@@ -55,7 +55,8 @@
 //   UPDATE) checks it: with probability clog.hint_bit_miss its hint bit is unset and the check
 //   calls TransactionIdGetStatus (CLOG control lock shared) for an xid drawn uniformly from
 //   those handed out. With clog.procarray on, every statement that reads or writes a table takes
-//   a snapshot (GetSnapshotData, ProcArrayLock shared), and the commit ends with
+//   clog.snapshots_per_statement snapshots (GetSnapshotData, ProcArrayLock shared; PostgreSQL
+//   takes 2, see statement()), and the commit ends with
 //   ProcArrayEndTransaction (core/clog/proc_array.h) instead of the owner clearing its xid.
 //   Each statement's client overhead is reported to the sampler as Client:ClientRead.
 #pragma once
@@ -829,7 +830,7 @@ class WalCell final : public CellRun {
   // PortalStart (or PortalRunMulti) for execution (postgres.c explains why the first is not
   // reused: pgsql-hackers 5075D8DF.6050500@fuzzy.cz, 2012). Departure: the planning work between the two is lumped into the overhead
   // before both, so they are taken back to back (in the "dense" form the second is reused
-  // whenever no transaction with an xid ended during the first).
+  // whenever no transaction with an xid ended between the two).
   void statement(Txn& t, bool takes_snapshot = false) {
     charge_working_set<P>();  // the backend's own code runs: sim.h "Working set"
     if (t.overhead_ns) {
