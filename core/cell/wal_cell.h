@@ -828,9 +828,10 @@ class WalCell final : public CellRun {
   // exec_simple_query (parse analysis and planning; exec_bind_message: planning, and with
   // unnamed extended-protocol statements exec_parse_message takes a third) and a new one in
   // PortalStart (or PortalRunMulti) for execution (postgres.c explains why the first is not
-  // reused: pgsql-hackers 5075D8DF.6050500@fuzzy.cz, 2012). Departure: the planning work between the two is lumped into the overhead
-  // before both, so they are taken back to back (in the "dense" form the second is reused
-  // whenever no transaction with an xid ended between the two).
+  // reused: pgsql-hackers 5075D8DF.6050500@fuzzy.cz, 2012). Departure: the planning work
+  // between the two is lumped into the overhead before both, so they are taken back to back
+  // (in the "dense" form the second is reused whenever no transaction with an xid ended
+  // between the two).
   void statement(Txn& t, bool takes_snapshot = false) {
     charge_working_set<P>();  // the backend's own code runs: sim.h "Working set"
     if (t.overhead_ns) {
