@@ -356,9 +356,9 @@ void print_list(std::ostream& out, const std::string& what) {
                       "ProcArrayLock shared), \"snapshot\": \"pgxact\" (default: PG 9.2-13's "
                       "GetSnapshotData, a scan of the 12-byte PGXACT array) or \"dense\" (PG 14+: "
                       "the dense xids array, and the last snapshot reused while no transaction "
-                      "with an xid ended since), \"snapshots_per_statement\": 1 (default) or 2 "
-                      "(PostgreSQL in READ COMMITTED: one snapshot for planning, a new one for "
-                      "execution)}; sweep with the matrix key \"clog.strategy\" or as override "
+                      "with an xid ended since), \"snapshots_per_statement\": 2 (default: PostgreSQL "
+                      "in READ COMMITTED, one snapshot for planning and a new one for execution) "
+                      "or 1}; sweep with the matrix key \"clog.strategy\" or as override "
                       "variants",
                   clog_entries());
   }

@@ -33,7 +33,7 @@ TEST_CASE("clog section: defaults, names, objects with params, the matrix", "[cl
   REQUIRE(s.size() == 2);
   CHECK(s[0].clog.snapshot == "pgxact");
   CHECK(s[1].clog.snapshot == "dense");
-  CHECK(d[0].clog.snapshots_per_statement == 1);
+  CHECK(d[0].clog.snapshots_per_statement == 2);
   const auto two = cells_of(R"({"strategy": "single_lock", "clog": {"procarray": "exclusive"},
       "matrix": {"clog.snapshots_per_statement": [1, 2]}})");
   REQUIRE(two.size() == 2);

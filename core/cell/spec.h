@@ -82,8 +82,8 @@ struct ClogSpec {
   std::string snapshot = "pgxact";
   // GetSnapshotData calls per statement that reads or writes a table (with a ProcArray):
   // PostgreSQL in READ COMMITTED takes 2, one for parse analysis and planning and a new one for
-  // execution (core/cell/wal_cell.h statement()); 1 is the model before 2026-12-04.
-  uint32_t snapshots_per_statement = 1;
+  // execution (core/cell/wal_cell.h statement()); 1 takes one (the model before 2026-12-04).
+  uint32_t snapshots_per_statement = 2;
 };
 
 struct WorkloadSpec {
