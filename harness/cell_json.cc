@@ -171,6 +171,9 @@ ojson config_of_cell(const json& cell, const std::string& where) {
   // Cells written before CLOG status lookups existed ran without them: a rerun keeps that, not
   // today's default (clog.hint_bit_miss 0.5).
   if (!clog.contains("hint_bit_miss")) clog["hint_bit_miss"] = 0;
+  // Cells written before clog.snapshots_per_statement existed took one snapshot per statement:
+  // a rerun keeps that, not today's default (2).
+  if (!clog.contains("snapshots_per_statement")) clog["snapshots_per_statement"] = 1;
   ojson config;
   config["description"] = "rerun of " + where;
   if (pf["kind"] == "postgres") return postgres_config_of_cell(cell, where);

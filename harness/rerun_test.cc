@@ -128,6 +128,17 @@ TEST_CASE("a cell written before CLOG lookups existed reruns without them", "[ru
   CHECK(config_of_cell(cell, path)["clog"]["hint_bit_miss"] == 0);
 }
 
+TEST_CASE("a cell written before snapshots_per_statement existed reruns with one snapshot", "[runner][rerun]") {
+  TempDir dir;
+  const std::string path = dir.file("first.json");
+  run_sim_config(path);
+  nlohmann::json cell = read_json(path)["cells"][0];
+  CHECK(cell["clog"]["snapshots_per_statement"] == 2);  // today's default is recorded
+  CHECK(config_of_cell(cell, path)["clog"]["snapshots_per_statement"] == 2);
+  cell["clog"].erase("snapshots_per_statement");  // as the files written before 2026-12-04
+  CHECK(config_of_cell(cell, path)["clog"]["snapshots_per_statement"] == 1);
+}
+
 TEST_CASE("rerun refuses a file that does not record a cell's setup", "[runner][rerun]") {
   TempDir dir;
   const std::string path = dir.file("old.json");
