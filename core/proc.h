@@ -45,6 +45,9 @@ enum class WaitEvent : uint32_t {
   kProcArrayLock,     // LWLock:ProcArrayLock (core/clog/proc_array.h)
   kProcArrayGroupUpdate,  // IPC:ProcArrayGroupUpdate (a ProcArray group clear member)
   kClientRead,        // Client:ClientRead (the workload's per-statement client overhead)
+  kClogBuffer,        // LWLock:clog (a CLOG buffer's I/O lock; XactBuffer since 13)
+  kSlruRead,          // IO:SLRURead (an SLRU page read from its segment file)
+  kSlruWrite,         // IO:SLRUWrite (an SLRU page written to its segment file)
   kCount
 };
 
@@ -67,6 +70,9 @@ inline const char* wait_event_name(WaitEvent e) {
     case WaitEvent::kProcArrayLock: return "LWLock:ProcArrayLock";
     case WaitEvent::kProcArrayGroupUpdate: return "IPC:ProcArrayGroupUpdate";
     case WaitEvent::kClientRead: return "Client:ClientRead";
+    case WaitEvent::kClogBuffer: return "LWLock:clog";
+    case WaitEvent::kSlruRead: return "IO:SLRURead";
+    case WaitEvent::kSlruWrite: return "IO:SLRUWrite";
     case WaitEvent::kCount: break;
   }
   return "?";
@@ -227,8 +233,18 @@ class ProcTable {
   ProcTable(uint32_t n, uint64_t seed) : procs_(std::make_unique<Proc<P>[]>(n)), n_(n) {
     for (uint32_t i = 0; i < n; ++i) {
       procs_[i].id = ClientId{i};
-      procs_[i].rng_state = seed * 0x100000001B3ULL + i * 0x9E3779B97F4A7C15ULL + 1;
+      procs_[i].rng_state = proc_rng_seed(seed, i);
     }
+  }
+  // Where client `procno`'s splitmix64 stream starts: a hashed point of the sequence, so that
+  // no two clients' streams overlap in practice. (Until 2026-12-05 it was seed * K + procno x
+  // the splitmix increment + 1: client i + 1's stream was client i's shifted by one draw, so
+  // clients drew each other's values a few draws apart.)
+  static uint64_t proc_rng_seed(uint64_t seed, uint32_t procno) {
+    uint64_t z = seed * 0x100000001B3ULL + procno + 1;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
   }
   Proc<P>& operator[](int32_t procno) { return procs_[static_cast<uint32_t>(procno)]; }
   const Proc<P>& operator[](int32_t procno) const { return procs_[static_cast<uint32_t>(procno)]; }
