@@ -56,7 +56,9 @@ json to_json(const ClogSpec& c) {
           {"hint_bit_miss", c.hint_bit_miss},
           {"procarray", c.procarray},
           {"snapshot", c.snapshot},
-          {"snapshots_per_statement", c.snapshots_per_statement}};
+          {"snapshots_per_statement", c.snapshots_per_statement},
+          {"lookup_xids", c.lookup_xids},
+          {"xid_history", c.xid_history}};
 }
 
 json to_json(const WorkloadSpec& w) {

@@ -192,6 +192,14 @@ const std::vector<FieldDef>& field_defs() {
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.clog.snapshots_per_statement = static_cast<uint32_t>(want_int(v, w, 1, 2));
        }},
+      {"clog", "lookup_xids",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.clog.lookup_xids = want_string(v, w, {"run", "pgbench_rows"});
+       }},
+      {"clog", "xid_history",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.clog.xid_history = static_cast<uint32_t>(want_int(v, w, 0, 1000000000));
+       }},
       {"run", "duration_s",
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.run.duration_s = want_number(v, w, 0, true, 1e6);

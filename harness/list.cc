@@ -358,7 +358,13 @@ void print_list(std::ostream& out, const std::string& what) {
                       "the dense xids array, and the last snapshot reused while no transaction "
                       "with an xid ended since), \"snapshots_per_statement\": 2 (default: PostgreSQL "
                       "in READ COMMITTED, one snapshot for planning and a new one for execution) "
-                      "or 1}; sweep with the matrix key \"clog.strategy\" or as override "
+                      "or 1, \"lookup_xids\": \"run\" (default: a looked-up xid is uniform over "
+                      "those handed out since pgbench -i) or \"pgbench_rows\" (the xid that last "
+                      "stamped the row: its age drawn from the table's rows at workload.scale; rows "
+                      "not stamped since pgbench -i are hinted), \"xid_history\": N (default 0, "
+                      "0..1e9: xids handed out between pgbench -i and the run, all committed, on "
+                      "CLOG pages that a lookup reads in, evicting others, when they are not in a "
+                      "buffer)}; sweep with the matrix key \"clog.strategy\" or as override "
                       "variants",
                   clog_entries());
   }

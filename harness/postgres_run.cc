@@ -391,6 +391,7 @@ std::string model_wait_event_name(const std::string& type, const std::string& ev
   static const std::map<std::string, std::string> renamed = {
       {"LWLock:WALInsert", "LWLock:wal_insert"},
       {"LWLock:XactSLRU", "LWLock:CLogControlLock"},
+      {"LWLock:XactBuffer", "LWLock:clog"},
       {"LWLock:XidGen", "LWLock:XidGenLock"},
       {"LWLock:ProcArray", "LWLock:ProcArrayLock"},
       {"IPC:XactGroupUpdate", "IPC:ClogGroupUpdate"},

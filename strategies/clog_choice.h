@@ -43,7 +43,9 @@ class ClogChoice {
 
  public:
   ClogChoice(const ClogSpec& spec, ProcTable<P>& procs)
-      : clog_(procs, spec.clog_buffers, spec.page_size), name_(spec.strategy) {
+      : clog_(procs, spec.clog_buffers, spec.page_size,
+              Xid{kFirstNormalXid.value + spec.xid_history}),
+        name_(spec.strategy) {
     if (spec.strategy == "clog_exclusive") {
       kind_ = Kind::kExclusive;
       exclusive_.emplace(clog_, procs);

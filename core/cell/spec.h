@@ -84,6 +84,15 @@ struct ClogSpec {
   // PostgreSQL in READ COMMITTED takes 2, one for parse analysis and planning and a new one for
   // execution (core/cell/wal_cell.h statement()); 1 takes one (the model before 2026-12-04).
   uint32_t snapshots_per_statement = 2;
+  // pgbench workloads: which xid a visibility check with an unset hint bit looks up
+  // (core/cell/wal_cell.h tuple_check): "run" (uniform over the xids handed out since pgbench -i,
+  // the model before 2026-12-05) | "pgbench_rows" (the row's last stamp: its age in xids drawn
+  // from the table's size at workload.scale; a row not stamped since pgbench -i is hinted).
+  std::string lookup_xids = "run";
+  // Xids handed out between pgbench -i and the run (the run sits this far into a long one):
+  // their CLOG pages exist, every xid COMMITTED (core/clog/clog.h C7); the run's first xid is
+  // 3 + xid_history.
+  uint32_t xid_history = 0;
 };
 
 struct WorkloadSpec {

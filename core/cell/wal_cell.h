@@ -54,7 +54,9 @@
 //   that finds a row by key (accounts update; tellers and branches updates; each SELECT ... FOR
 //   UPDATE) checks it: with probability clog.hint_bit_miss its hint bit is unset and the check
 //   calls TransactionIdGetStatus (CLOG control lock shared) for an xid drawn uniformly from
-//   those handed out. With clog.procarray on, every statement that reads or writes a table takes
+//   those handed out, or (clog.lookup_xids "pgbench_rows") the xid that last stamped the row,
+//   its age drawn from the table's size, the run sitting clog.xid_history xids after pgbench -i
+//   (tuple_check). With clog.procarray on, every statement that reads or writes a table takes
 //   clog.snapshots_per_statement snapshots (GetSnapshotData, ProcArrayLock shared; PostgreSQL
 //   takes 2, see statement()), and the commit ends with
 //   ProcArrayEndTransaction (core/clog/proc_array.h) instead of the owner clearing its xid.
@@ -226,7 +228,7 @@ class WalCell final : public CellRun {
         procs_(spec.clients + 1, seed),  // + the WAL writer
         geom_(geometry_of(spec.wal)),
         workload_(parse_workload(spec.workload.name)),
-        xid_gen_(procs_),
+        xid_gen_(procs_, Xid{kFirstNormalXid.value + spec.clog.xid_history}),
         per_client_(spec.clients) {
     const ProcArrayMode pa_mode = parse_procarray_mode(spec.clog.procarray);
     seed_ = seed;
@@ -245,7 +247,8 @@ class WalCell final : public CellRun {
       own.clog_buffers = std::min(spec.clog.clog_buffers,
                                   std::max(4u, (spec.clog.clog_buffers + clients_ - 1) / clients_));
       for (uint32_t c = 0; c < clients_; ++c)
-        private_xacts_.push_back({std::make_unique<XidGen<P>>(procs_),
+        private_xacts_.push_back({std::make_unique<XidGen<P>>(
+                                      procs_, Xid{kFirstNormalXid.value + own.xid_history}),
                                   std::make_unique<C>(own, procs_)});
     }
     const uint32_t max_len =
@@ -256,9 +259,11 @@ class WalCell final : public CellRun {
                                                      ? 2 * full_page_image_bytes(PgbenchTable::kAccounts)
                                                      : 0),
                        commit_record_size(kSavepoints));
-    for (uint32_t i = 0; i < kNumPgbenchTables; ++i)
+    for (uint32_t i = 0; i < kNumPgbenchTables; ++i) {
       table_pages_[i] = static_cast<double>(
           pgbench_table_pages(static_cast<PgbenchTable>(i), spec.workload.scale));
+      row_stamp_age_[i] = row_stamp_age(workload_, static_cast<PgbenchTable>(i), spec.workload.scale);
+    }
     // Private streams (ideal, strategies/ideal/ideal.h): a small ring each, one device under
     // all of them (group fsync), and the writer's latch threshold split between them.
     const uint32_t streams = private_ ? clients_ : 1;
@@ -465,7 +470,7 @@ class WalCell final : public CellRun {
     }
     if (clog_) {
       ClogExpect ex;
-      ex.first = kFirstNormalXid;
+      ex.first = clog_->clog().first();
       ex.next = xid_gen_.next();
       for (const auto& c : per_client_) {
         ex.assigned += c.xids;
@@ -496,7 +501,7 @@ class WalCell final : public CellRun {
     }
     for (uint32_t c = 0; c < private_xacts_.size(); ++c) {  // ideal: one CLOG per client
       ClogExpect ex;
-      ex.first = kFirstNormalXid;
+      ex.first = private_xacts_[c].clog->clog().first();
       ex.next = private_xacts_[c].xids->next();
       ex.assigned = per_client_[c].xids;
       ex.top_level = per_client_[c].top_level;
@@ -706,11 +711,11 @@ class WalCell final : public CellRun {
         accounts_update(t);
         statement(t, true);  // SELECT abalance
         statement(t, true);  // UPDATE pgbench_tellers
-        tuple_check(t);
+        tuple_check(t, PgbenchTable::kTellers);
         insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid,
                       page_image(t, PgbenchTable::kTellers));
         statement(t, true);  // UPDATE pgbench_branches
-        tuple_check(t);
+        tuple_check(t, PgbenchTable::kBranches);
         {  // the first record on the branch's page carries its image
           uint32_t image = page_image(t, PgbenchTable::kBranches);
           if (chance(t, kBranchLockPermille)) {
@@ -728,14 +733,14 @@ class WalCell final : public CellRun {
         static_assert(W == WorkloadKind::kSavepoints);
         statement(t);  // BEGIN
         statement(t, true);  // SELECT ... FROM pgbench_accounts FOR UPDATE
-        tuple_check(t);
+        tuple_check(t, PgbenchTable::kAccounts);
         assign_top(t);
         insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid,
                       page_image(t, PgbenchTable::kAccounts));
         for (uint32_t i = 0; i < kSavepoints; ++i) {
           statement(t);  // SAVEPOINT s<i+1>
           statement(t, true);  // SELECT ... FOR UPDATE, inside the subtransaction
-          tuple_check(t);
+          tuple_check(t, kSavepointTables[i]);
           const Xid sub = assign_sub(t);
           insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, sub,
                         page_image(t, kSavepointTables[i]));
@@ -771,7 +776,7 @@ class WalCell final : public CellRun {
   // The first record on the row's page carries its image; a non-HOT update's new version goes
   // to another accounts page (its second block reference) and its key to a pkey leaf.
   void accounts_update(Txn& t) {
-    tuple_check(t);  // the row found by the index scan
+    tuple_check(t, PgbenchTable::kAccounts);  // the row found by the index scan
     uint32_t image = page_image(t, PgbenchTable::kAccounts);
     if (chance(t, kPrunePermille)) {
       insert_record(t, kRmHeap2, kInfoHeap2Prune, kHeap2PruneSize, t.xid, image);
@@ -846,20 +851,47 @@ class WalCell final : public CellRun {
       for (uint32_t i = 0; i < snapshots_per_statement_; ++i) proc_array_->get_snapshot(t.me);
   }
 
-  // A visibility check of a row the statement found (HeapTupleSatisfiesMVCC / ...Update on a
-  // tuple whose xmin another transaction stamped): with probability clog.hint_bit_miss its
-  // hint bit is not set and TransactionIdDidCommit asks the CLOG (TransactionIdGetStatus,
-  // control lock shared). The row's xmin is an xid drawn uniformly from those handed out so
-  // far (pgbench picks rows uniformly; the last update of a row is uniformly spread over the
-  // past). Shared WAL only (ideal's private CLOGs see no lookups: nobody else's rows).
-  void tuple_check(Txn& t) {
+  // A visibility check of a row of `table` the statement found (HeapTupleSatisfiesMVCC /
+  // ...Update on a tuple whose xmin, or a dead predecessor's xmax, another transaction
+  // stamped): with probability clog.hint_bit_miss its hint bit is not set and
+  // TransactionIdDidCommit asks the CLOG (TransactionIdGetStatus, control lock shared). Which
+  // xid (clog.lookup_xids):
+  //   "run"           uniform over those handed out since pgbench -i (the history included).
+  //   "pgbench_rows"  the row's last stamp. pgbench picks rows uniformly, so the stamps of a
+  //                   table of R rows that receives s stamps per transaction of x xids are
+  //                   apart by a geometric number of xids, mean R x / s (row_stamp_age_); the
+  //                   age is drawn from that (as an exponential). A row whose last stamp is
+  //                   older than pgbench -i was hinted by its VACUUM: no lookup (Robert Haas,
+  //                   pgsql-hackers "CLOG contention", 2011-12: lookups come from rows updated
+  //                   earlier in the run, and spread over more CLOG pages the longer it runs).
+  // Shared WAL only (ideal's private CLOGs see no lookups: nobody else's rows).
+  void tuple_check(Txn& t, PgbenchTable table) {
     if (!clog_ || hint_miss_permille_ == 0) return;
     if (!chance(t, hint_miss_permille_)) return;
     const uint32_t first = kFirstNormalXid.value;
     const uint32_t next = xid_gen_.recent_next().value;
     if (next <= first) return;
-    const Xid x{first + static_cast<uint32_t>(t.me.next_random() % (next - first))};
-    clog_->clog().get_status(t.me, x);
+    uint32_t x;
+    if (!pgbench_rows_) {
+      x = first + static_cast<uint32_t>(t.me.next_random() % (next - first));
+    } else {
+      const double age = -row_stamp_age_[static_cast<uint32_t>(table)] * std::log1p(-t.me.next_unit());
+      if (!(age < static_cast<double>(next - first))) return;  // stamped before pgbench -i: hinted
+      x = next - 1 - static_cast<uint32_t>(age);
+    }
+    clog_->clog().get_status(t.me, Xid{x});
+  }
+
+  // pgbench_rows: the mean age in xids of a row's last stamp, per table (tuple_check). Stamps
+  // per transaction: simple_update and tpcb_like update one accounts row (tpcb_like also one
+  // teller and one branch), one xid each; savepoints locks two accounts rows, a teller and a
+  // branch (SELECT ... FOR UPDATE sets xmax) with four xids.
+  static double row_stamp_age(WorkloadKind w, PgbenchTable table, uint32_t scale) {
+    const double rows = static_cast<double>(pgbench_table_shape(table).rows_per_scale) * scale;
+    const bool savepoints = w == WorkloadKind::kSavepoints;
+    const double xids_per_txn = savepoints ? 1 + kSavepoints : 1;
+    const double stamps = savepoints && table == PgbenchTable::kAccounts ? 2 : 1;
+    return rows * xids_per_txn / stamps;
   }
 
   bool chance(Txn& t, uint32_t permille) { return t.me.next_random() % 1000 < permille; }
@@ -1028,6 +1060,8 @@ class WalCell final : public CellRun {
   const uint32_t hint_miss_permille_ =
       static_cast<uint32_t>(std::lround(spec_.clog.hint_bit_miss * 1000.0));
   const uint32_t snapshots_per_statement_ = spec_.clog.snapshots_per_statement;
+  const bool pgbench_rows_ = spec_.clog.lookup_xids == "pgbench_rows";
+  double row_stamp_age_[kNumPgbenchTables] = {};  // pgbench_rows: mean xids, per table
   // Private streams (ideal), transactional workloads: each client's own XID counter and CLOG.
   struct PrivateXact {
     std::unique_ptr<XidGen<P>> xids;

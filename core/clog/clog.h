@@ -28,14 +28,31 @@
 //   live on other pages SUB_COMMITTED first, then the parent's page (subxids SUB_COMMITTED, the
 //   parent, then the subxids' final state), then the other pages, so that no reader can see a
 //   committed parent with a subxid that looks in progress.
-//   Simplification: PostgreSQL releases the control lock around the page I/O and holds a
-//   per-buffer lock instead (slots in READ/WRITE_IN_PROGRESS); the backing store here is memory,
-//   so the I/O is a copy and stays under the exclusive control lock (no I/O-in-progress states).
+//   Page I/O as PostgreSQL does it: the slot is marked READ_IN_PROGRESS (or WRITE_IN_PROGRESS),
+//   its buffer lock (tranche "clog", XactBuffer since 13) taken exclusively, the control lock
+//   released for the I/O and taken again, exclusively, to mark the slot VALID; who finds a slot
+//   in I/O waits on its buffer lock (SimpleLruWaitIO) and looks again. The backing store is
+//   memory (the segment files in the OS page cache): a read or write copies the page and charges
+//   the file's system calls (open, lseek, read/write, close: 9.6-11's SlruPhysicalReadPage /
+//   SlruPhysicalWritePage), reported as IO:SLRURead / IO:SLRUWrite.
+//   Departures: a status update (set_page_status_locked) waits for a write in progress on its
+//   page even for a synchronous commit (PostgreSQL lets it set bits in the page being copied
+//   out, a race it tolerates and a race detector would not); one cache line per slot where
+//   PostgreSQL keeps page_number[], page_status[], page_dirty[], page_lru_count[] as parallel
+//   arrays (a scan of the slots touches more lines here); no SlruRecentlyUsed on the shared path
+//   (see get_status).
+//   History (xid_history): the run may start `first - 3` xids after pgbench -i. The pages of
+//   those xids exist in the backing store with every one of them COMMITTED (C7); the page of the
+//   last is in a buffer, the latest page, as BootStrapCLOG leaves page 0 (StartupCLOG on a
+//   running cluster).
 //
 // SHARED STATE AND WHAT PROTECTS IT
 //   slots_[]: page_number, status, dirty, lru_count; words_ (page bytes); lsns_ (group LSNs);
-//   cur_lru_count_, latest_page_; the backing store store_ and counters_: the control lock,
-//   exclusive (get_status reads words_ of a resident page under the shared lock).
+//   cur_lru_count_, latest_page_; counters_: the control lock, exclusive (get_status reads
+//   words_ of a resident page under the shared lock). A slot in READ_IN_PROGRESS: its words_ and
+//   lsns_ belong to the client doing the read, under the slot's buffer lock; in
+//   WRITE_IN_PROGRESS they are only read (no one changes a page being written). The backing
+//   store store_ (the file system): store_mutex_, a host mutex held for no modelled operation.
 //   XidGen: next_xid_ under XidGenLock; a client's Proc::xid / subxids are written by the owner
 //   under XidGenLock (proc.h says who reads them).
 //
@@ -49,10 +66,15 @@
 //   C5  A page not in a buffer exists in the backing store: ExtendCLOG zeroes every page before
 //       the first of its xids is handed out.
 //   C6  Transaction ids are handed out once each, in increasing order, never wrapping.
+//   C7  Every xid below the run's first (the history) is COMMITTED; the verifier checks every
+//       history page that was read or written.
 //
 // LOCK ORDER
-//   XidGenLock -> CLogControlLock -> (WAL flush locks, via the flush hook). Nothing holding a WAL
-//   insertion lock waits for the CLOG, so the flush inside the control lock cannot deadlock.
+//   XidGenLock -> CLogControlLock -> a buffer lock (taken exclusively only by the client that
+//   marked the slot in I/O, before it releases the control lock; waiters release the control
+//   lock before they take it) -> (WAL flush locks, via the flush hook, with the buffer lock held
+//   and the control lock released, as SlruPhysicalWritePage). Nothing holding a WAL insertion
+//   lock waits for the CLOG.
 #pragma once
 
 #include <algorithm>
@@ -60,7 +82,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -68,6 +92,7 @@
 
 #include "core/counter.h"
 #include "core/locks/lwlock.h"
+#include "core/platform/platform.h"
 #include "core/proc.h"
 #include "core/wal/types.h"
 #include "core/wal/verify_result.h"
@@ -126,21 +151,30 @@ struct ClogCounters {
 // the page exists nowhere.
 struct ClogImage {
   ClogGeometry geom;
-  std::vector<std::vector<uint8_t>> pages;  // pages 0 .. latest
-  XidStatus status(Xid x) const;            // IN_PROGRESS for xids on missing pages
+  std::vector<std::vector<uint8_t>> pages;  // pages 0 .. latest; empty: never read or written
+  Xid first = kFirstNormalXid;              // the run's first xid: those below are the history
+  // IN_PROGRESS for xids on missing pages, but COMMITTED for a history xid on a page of the
+  // history that was never read or written (it is in the backing store as the history left it).
+  XidStatus status(Xid x) const;
 };
 
+// The bytes of history page `pageno` as the backing store holds it before the run: xids
+// [kFirstNormalXid, first) COMMITTED, every other xid IN_PROGRESS.
+std::vector<uint8_t> clog_history_page(const ClogGeometry& geom, uint32_t pageno, Xid first);
+
 struct ClogExpect {
-  Xid first = kFirstNormalXid;  // first xid XidGen handed out
+  Xid first = kFirstNormalXid;  // first xid XidGen handed out (those below it: the history, C7)
   Xid next = kFirstNormalXid;   // XidGen's next xid after the run
   uint64_t assigned = 0;        // xids the clients counted (must be next - first: C6)
   uint64_t top_level = 0;       // of which top-level transactions (for the counts)
 };
 
-// After a run in which every transaction committed: every xid in [first, next) is COMMITTED
-// (subtransactions included: SUB_COMMITTED is only ever transient), every other xid on every page
-// is IN_PROGRESS (xids 0-2, xids not yet handed out), the pages 0 .. page_of(next - 1) all
-// exist and no later one does. Error messages name the xid, page and byte. On success
+// After a run in which every transaction committed: every xid in [3, next) is COMMITTED (the
+// history below `first` and the run's; subtransactions included: SUB_COMMITTED is only ever
+// transient), every other xid on every page is IN_PROGRESS (xids 0-2, xids not yet handed out),
+// the pages 0 .. page_of(next - 1) all exist and no later one does; a history page (wholly
+// below the page of first - 1) that was never read or written may be missing (it is the
+// backing store's, untouched). Error messages name the xid, page and byte. On success
 // clog_xids counts the xids checked and clog_committed the committed ones.
 VerifyResult verify_clog(const ClogImage& image, const ClogExpect& expect);
 
@@ -151,9 +185,12 @@ class Clog {
   // is written (SlruPhysicalWritePage's XLogFlush). ctx is the hook's own state.
   using FlushHook = void (*)(void* ctx, Proc<P>& me, Lsn upto);
 
-  Clog(ProcTable<P>& procs, uint32_t num_buffers, uint32_t page_size = kClogDefaultPageSize)
+  // first: the run's first xid (XidGen's, the same); the xids below it are the history (C7).
+  Clog(ProcTable<P>& procs, uint32_t num_buffers, uint32_t page_size = kClogDefaultPageSize,
+       Xid first = kFirstNormalXid)
       : geom_{page_size},
         num_buffers_(num_buffers),
+        first_(first),
         control_lock_(&procs, WaitEvent::kXactSlru),
         slots_(std::make_unique<Slot[]>(num_buffers)),
         words_(size_t{num_buffers} * geom_.words_per_page()),
@@ -161,8 +198,20 @@ class Clog {
     WALBENCH_CLOG_CHECK(page_size >= kClogMinPageSize && (page_size & (page_size - 1)) == 0,
                         "C2", "the CLOG page size must be a power of two >= 16 bytes");
     WALBENCH_CLOG_CHECK(num_buffers >= kClogMinBuffers, "C3", "the CLOG needs >= 2 buffers");
-    // BootStrapCLOG: page 0 zeroed in buffer 0 (no client runs yet: plain initialisation).
-    zero_slot(0, 0);
+    WALBENCH_CLOG_CHECK(first.value >= kFirstNormalXid.value, "C6", "the first xid is below 3");
+    for (uint32_t b = 0; b < num_buffers; ++b) buffer_locks_.emplace_back(&procs);
+    // BootStrapCLOG (StartupCLOG after a history): the page of the last xid before the run in
+    // buffer 0 (no client runs yet: plain initialisation).
+    const uint32_t boot_page = geom_.page_of(Xid{first.value - 1});
+    zero_slot(0, boot_page);
+    if (first != kFirstNormalXid) {
+      const std::vector<uint8_t> bytes = clog_history_page(geom_, boot_page, first);
+      for (uint32_t w = 0; w < geom_.words_per_page(); ++w) {
+        uint64_t v;
+        std::memcpy(&v, bytes.data() + size_t{w} * 8, 8);
+        words_[w].set(v);
+      }
+    }
     ++counters_.page_zeroes;
   }
   Clog(const Clog&) = delete;
@@ -170,6 +219,7 @@ class Clog {
 
   const ClogGeometry& geometry() const { return geom_; }
   uint32_t num_buffers() const { return num_buffers_; }
+  Xid first() const { return first_; }
   LWLock<P>& control_lock() { return control_lock_; }
   void set_flush_hook(FlushHook hook, void* ctx) {
     flush_hook_ = hook;
@@ -217,7 +267,7 @@ class Clog {
     WALBENCH_CLOG_CHECK(status == XidStatus::kCommitted || status == XidStatus::kAborted ||
                             (status == XidStatus::kSubCommitted && xid == kInvalidXid),
                         "C1", "a tree status must be COMMITTED, ABORTED, or SUB_COMMITTED for subxids only");
-    const uint32_t slot = read_page_locked(me, pageno);
+    const uint32_t slot = read_page_locked(me, pageno, /*write_ok=*/false);  // departure: header
     if (xid != kInvalidXid) {
       WALBENCH_CLOG_CHECK(geom_.page_of(xid) == pageno, "C2", "xid is not on the page");
       // Subtransactions first (so no one sees the parent committed and a child in progress) ...
@@ -230,24 +280,26 @@ class Clog {
     slots_[slot].dirty.set(1);
   }
 
-  // TransactionIdGetStatus: under the shared lock when the page is in a buffer, else exclusive
-  // to read it in. (No SlruRecentlyUsed on the shared path: that would write under a shared
-  // lock, which PostgreSQL tolerates and a race detector would not.)
+  // TransactionIdGetStatus (SimpleLruReadPage_ReadOnly): under the shared lock when the page is
+  // in a buffer and not being read in, else exclusive to read it in (or wait for the read).
+  // (No SlruRecentlyUsed on the shared path: that would write under a shared lock, which
+  // PostgreSQL tolerates and a race detector would not.)
   XidStatus get_status(Proc<P>& me, Xid xid) {
     const uint32_t pageno = geom_.page_of(xid);
     control_lock_.acquire(me, kLwShared);
     for (uint32_t s = 0; s < num_buffers_; ++s) {
-      if (slots_[s].status.get() == kSlotValid && slots_[s].page_number.get() == pageno) {
-        const XidStatus st = get_bit(xid, s);
+      const uint32_t st = slots_[s].status.get();
+      if ((st == kSlotValid || st == kSlotWriteInProgress) && slots_[s].page_number.get() == pageno) {
+        const XidStatus result = get_bit(xid, s);
         control_lock_.release(me);
-        return st;
+        return result;
       }
     }
     control_lock_.release(me);
     control_lock_.acquire(me, kLwExclusive);
-    const XidStatus st = get_bit(xid, read_page_locked(me, pageno));
+    const XidStatus result = get_bit(xid, read_page_locked(me, pageno, /*write_ok=*/true));
     control_lock_.release(me);
-    return st;
+    return result;
   }
 
   // After the run (no client active): the page images, buffers taking precedence over the
@@ -255,6 +307,7 @@ class Clog {
   ClogImage image() const {
     ClogImage img;
     img.geom = geom_;
+    img.first = first_;
     img.pages.resize(size_t{latest_page_.get()} + 1);
     for (const auto& [pageno, bytes] : store_)
       if (pageno < img.pages.size()) img.pages[pageno] = bytes;
@@ -292,14 +345,21 @@ class Clog {
     };
     std::unique_ptr<Line[]> lines_;
   };
-  static constexpr uint32_t kSlotEmpty = 0;  // SLRU_PAGE_EMPTY
-  static constexpr uint32_t kSlotValid = 1;  // SLRU_PAGE_VALID
+  static constexpr uint32_t kSlotEmpty = 0;            // SLRU_PAGE_EMPTY
+  static constexpr uint32_t kSlotReadInProgress = 1;   // SLRU_PAGE_READ_IN_PROGRESS
+  static constexpr uint32_t kSlotValid = 2;            // SLRU_PAGE_VALID
+  static constexpr uint32_t kSlotWriteInProgress = 3;  // SLRU_PAGE_WRITE_IN_PROGRESS
+  static constexpr uint32_t kPageFileSyscalls = 4;     // open, lseek, read/write, close
 
   struct alignas(64) Slot {
     typename P::template Shared<uint32_t> page_number{0};
     typename P::template Shared<uint32_t> status{kSlotEmpty};
     typename P::template Shared<uint32_t> dirty{0};
     typename P::template Shared<uint32_t> lru_count{0};
+  };
+  struct alignas(64) BufferLock {  // shared->buffer_locks[slot]: held during the slot's I/O
+    explicit BufferLock(ProcTable<P>* procs) : lock(procs, WaitEvent::kClogBuffer) {}
+    LWLock<P> lock;
   };
 
   template <class Strategy>
@@ -350,20 +410,22 @@ class Clog {
     }
   }
 
-  // SlruSelectLRUPage: the buffer holding pageno, else an empty one, else the least recently
-  // used valid page other than the latest (C3), written back first if dirty (C4).
+  // SlruSelectLRUPage (control lock exclusive; released and taken again while it waits for or
+  // does I/O): the buffer holding pageno (in any state), else an empty one, else the least
+  // recently used valid page other than the latest (C3), written back first if dirty (C4);
+  // when every candidate is in I/O, wait for the least recently used one's and look again.
   uint32_t select_lru_page(Proc<P>& me, uint32_t pageno) {
     for (;;) {
       for (uint32_t s = 0; s < num_buffers_; ++s)
         if (slots_[s].status.get() != kSlotEmpty && slots_[s].page_number.get() == pageno) return s;
       const uint32_t cur_count = cur_lru_count_.get();
       cur_lru_count_.set(cur_count + 1);
-      int64_t best_delta = -1;
-      uint32_t best = 0;
-      uint32_t best_page = 0;
+      int64_t best_valid_delta = -1, best_invalid_delta = -1;
+      uint32_t best_valid = 0, best_valid_page = 0, best_invalid = 0, best_invalid_page = 0;
       for (uint32_t s = 0; s < num_buffers_; ++s) {
         Slot& sl = slots_[s];
-        if (sl.status.get() == kSlotEmpty) return s;
+        const uint32_t status = sl.status.get();
+        if (status == kSlotEmpty) return s;
         int32_t delta = static_cast<int32_t>(cur_count - sl.lru_count.get());
         if (delta < 0) {  // counter wrapped past this slot's: treat it as just used
           sl.lru_count.set(cur_count);
@@ -371,56 +433,118 @@ class Clog {
         }
         const uint32_t page = sl.page_number.get();
         if (page == latest_page_.get()) continue;  // C3
+        int64_t& best_delta = status == kSlotValid ? best_valid_delta : best_invalid_delta;
+        uint32_t& best = status == kSlotValid ? best_valid : best_invalid;
+        uint32_t& best_page = status == kSlotValid ? best_valid_page : best_invalid_page;
         if (delta > best_delta || (delta == best_delta && page < best_page)) {
           best_delta = delta;
           best = s;
           best_page = page;
         }
       }
-      WALBENCH_CLOG_CHECK(best_delta >= 0, "C3", "no CLOG buffer can be evicted");
-      if (slots_[best].dirty.get() == 0) return best;
-      write_page_locked(me, best);  // C4; then look again, as PostgreSQL does
+      if (best_valid_delta < 0) {  // every other buffer is in I/O: wait for one, look again
+        WALBENCH_CLOG_CHECK(best_invalid_delta >= 0, "C3", "no CLOG buffer can be evicted");
+        wait_io(me, best_invalid);
+        continue;
+      }
+      if (slots_[best_valid].dirty.get() == 0) return best_valid;
+      write_page(me, best_valid);  // C4; then look again, as PostgreSQL does
     }
   }
 
-  // SlruInternalWritePage / SlruPhysicalWritePage.
-  void write_page_locked(Proc<P>& me, uint32_t slot) {
+  // SimpleLruWaitIO (control lock exclusive, released while waiting): wait until the client
+  // doing the slot's I/O releases its buffer lock.
+  void wait_io(Proc<P>& me, uint32_t slot) {
+    control_lock_.release(me);
+    LWLock<P>& io = buffer_locks_[slot].lock;
+    io.acquire(me, kLwShared);
+    io.release(me);
+    control_lock_.acquire(me, kLwExclusive);
+  }
+
+  // SlruInternalWritePage / SlruPhysicalWritePage (control lock exclusive; released for the
+  // write, buffer lock held): WAL flushed up to the page's largest group LSN first (C4).
+  void write_page(Proc<P>& me, uint32_t slot) {
+    Slot& sl = slots_[slot];
+    const uint32_t pageno = sl.page_number.get();
+    while (sl.status.get() == kSlotWriteInProgress && sl.page_number.get() == pageno) wait_io(me, slot);
+    if (sl.dirty.get() == 0 || sl.status.get() != kSlotValid || sl.page_number.get() != pageno)
+      return;  // someone else wrote it (or it was replaced) meanwhile
+    sl.status.set(kSlotWriteInProgress);
+    sl.dirty.set(0);
+    LWLock<P>& io = buffer_locks_[slot].lock;
+    io.acquire(me, kLwExclusive);
+    control_lock_.release(me);
     uint64_t max_lsn = 0;
     for (uint32_t g = 0; g < geom_.lsn_groups_per_page(); ++g)
       max_lsn = std::max(max_lsn, lsns_[size_t{slot} * geom_.lsn_groups_per_page() + g].get());
-    if (max_lsn != 0 && flush_hook_ != nullptr) {  // C4: WAL before data
-      flush_hook_(flush_ctx_, me, Lsn{max_lsn});
-      ++counters_.wal_flushes;
+    const bool flushes = max_lsn != 0 && flush_hook_ != nullptr;
+    if (flushes) flush_hook_(flush_ctx_, me, Lsn{max_lsn});  // C4: WAL before data
+    std::vector<uint8_t> bytes = page_bytes(slot);
+    me.set_wait(WaitEvent::kSlruWrite);
+    charge_syscalls<P>(kPageFileSyscalls);
+    me.clear_wait();
+    {
+      const std::lock_guard<std::mutex> fs(store_mutex_);
+      store_[pageno] = std::move(bytes);
     }
-    store_[slots_[slot].page_number.get()] = page_bytes(slot);
-    slots_[slot].dirty.set(0);
+    control_lock_.acquire(me, kLwExclusive);
+    sl.status.set(kSlotValid);
+    io.release(me);
     ++counters_.page_writes;
+    if (flushes) ++counters_.wal_flushes;
   }
 
-  // SimpleLruReadPage (write_ok: nobody else does I/O here, see the simplification above).
-  uint32_t read_page_locked(Proc<P>& me, uint32_t pageno) {
-    const uint32_t slot = select_lru_page(me, pageno);
-    Slot& sl = slots_[slot];
-    if (sl.status.get() == kSlotValid && sl.page_number.get() == pageno) {
-      ++counters_.page_hits;
-    } else {
-      const auto it = store_.find(pageno);
-      WALBENCH_CLOG_CHECK(it != store_.end(), "C5", "CLOG page read before it was zeroed");
-      const uint8_t* bytes = it->second.data();
+  // SimpleLruReadPage (control lock exclusive on entry and exit; released for the read, buffer
+  // lock held). write_ok: a page being written out may be used as it is (a reader); otherwise
+  // wait for the write (a status update, see the departure in the header).
+  uint32_t read_page_locked(Proc<P>& me, uint32_t pageno, bool write_ok) {
+    for (;;) {
+      const uint32_t slot = select_lru_page(me, pageno);
+      Slot& sl = slots_[slot];
+      const uint32_t status = sl.status.get();
+      if (status != kSlotEmpty && sl.page_number.get() == pageno) {
+        if (status == kSlotReadInProgress || (status == kSlotWriteInProgress && !write_ok)) {
+          wait_io(me, slot);
+          continue;
+        }
+        ++counters_.page_hits;
+        recently_used(slot);
+        return slot;
+      }
+      // An empty slot or a clean victim: read the page into it.
+      sl.page_number.set(pageno);
+      sl.status.set(kSlotReadInProgress);
+      sl.dirty.set(0);
+      LWLock<P>& io = buffer_locks_[slot].lock;
+      io.acquire(me, kLwExclusive);
+      control_lock_.release(me);
+      std::vector<uint8_t> bytes;
+      {
+        const std::lock_guard<std::mutex> fs(store_mutex_);
+        const auto it = store_.find(pageno);
+        if (it != store_.end()) bytes = it->second;
+      }
+      if (bytes.empty() && pageno < geom_.page_of(Xid{first_.value - 1}))
+        bytes = clog_history_page(geom_, pageno, first_);  // C7: a page the run never wrote
+      WALBENCH_CLOG_CHECK(!bytes.empty(), "C5", "CLOG page read before it was zeroed");
+      me.set_wait(WaitEvent::kSlruRead);
+      charge_syscalls<P>(kPageFileSyscalls);
+      me.clear_wait();
       for (uint32_t w = 0; w < geom_.words_per_page(); ++w) {
         uint64_t v;
-        std::memcpy(&v, bytes + size_t{w} * 8, 8);
+        std::memcpy(&v, bytes.data() + size_t{w} * 8, 8);
         words_[size_t{slot} * geom_.words_per_page() + w].set(v);
       }
       for (uint32_t g = 0; g < geom_.lsn_groups_per_page(); ++g)
         lsns_[size_t{slot} * geom_.lsn_groups_per_page() + g].set(0);  // SimpleLruZeroLSNs
-      sl.page_number.set(pageno);
+      control_lock_.acquire(me, kLwExclusive);
       sl.status.set(kSlotValid);
-      sl.dirty.set(0);
+      io.release(me);
       ++counters_.page_reads;
+      recently_used(slot);
+      return slot;
     }
-    recently_used(slot);
-    return slot;
   }
 
   // SimpleLruZeroPage via ZeroCLOGPage (the zero-page WAL record is not modelled).
@@ -456,12 +580,15 @@ class Clog {
 
   const ClogGeometry geom_;
   const uint32_t num_buffers_;
+  const Xid first_;  // the run's first xid: below it, the history (C7)
   alignas(64) LWLock<P> control_lock_;  // CLogControlLock (XactSLRULock in 13+)
   std::unique_ptr<Slot[]> slots_;
   WordArray words_;  // num_buffers_ pages of words_per_page words
   WordArray lsns_;   // num_buffers_ x lsn_groups_per_page group LSNs
   alignas(64) typename P::template Shared<uint32_t> cur_lru_count_{0};
   typename P::template Shared<uint32_t> latest_page_{0};
+  std::deque<BufferLock> buffer_locks_;  // one per slot
+  std::mutex store_mutex_;
   std::unordered_map<uint32_t, std::vector<uint8_t>> store_;  // the "disk": page -> bytes
   ClogCounters counters_;
   FlushHook flush_hook_ = nullptr;
@@ -474,7 +601,9 @@ class Clog {
 template <class P>
 class XidGen {
  public:
-  explicit XidGen(ProcTable<P>& procs) : lock_(&procs, WaitEvent::kXidGen) {}
+  // first: the first xid handed out (kFirstNormalXid, or later after a history: Clog's first).
+  explicit XidGen(ProcTable<P>& procs, Xid first = kFirstNormalXid)
+      : lock_(&procs, WaitEvent::kXidGen), next_mirror_{first.value}, next_xid_{first.value} {}
 
   // clog may be nullptr (no CLOG modelled: nothing to extend). pgxact_xid: where a ProcArray
   // (core/clog/proc_array.h) advertises a top-level xid to snapshots (MyPgXact->xid, or PG 14+'s

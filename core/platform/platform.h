@@ -120,6 +120,13 @@ template <class P>
 inline void charge_crc(size_t n) {
   if constexpr (requires { P::crc_work(n); }) P::crc_work(n);
 }
+// System calls the real code makes on a file the model keeps in memory (an SLRU segment's
+// open, lseek, read or write, close: slru.c SlruPhysicalReadPage / SlruPhysicalWritePage, the
+// page in the OS page cache) are charged on platforms that model them (sim: syscall_ns each).
+template <class P>
+inline void charge_syscalls(uint32_t n) {
+  if constexpr (requires { P::syscalls(n); }) P::syscalls(n);
+}
 // Where the client's own code starts (a statement): a working-set refill the platform left due
 // is charged (sim.h "Working set"); nothing elsewhere.
 template <class P>

@@ -412,7 +412,7 @@ struct SimConfig {
   double storage_write_bytes_per_ns = 2;  // datacenter NVMe sequential write ~2 GB/s
   uint64_t fsync_ns = 50000;              // fdatasync on NVMe with power-loss protection,
                                           // order of magnitude (pg_test_fsync; calibrate)
-  uint64_t syscall_ns = 500;              // pwrite / fdatasync entry and exit
+  uint64_t syscall_ns = 500;              // a system call's entry and exit (pwrite, fdatasync, SLRU file I/O)
   // Fluctuating device (off by default): the device's write bandwidth in each period of
   // storage_fluctuation_period_ns is storage_write_bytes_per_ns x (1 + f x u), u uniform in
   // [-1, 1] drawn from (seed, period number): deterministic, independent of the order of events.
@@ -629,6 +629,7 @@ class Simulation {
   void spin_iteration(uint64_t charge_ns);  // op_spin_delay, op_spin_no_pause
   void op_fence();
   void op_crc(size_t n);
+  void op_syscalls(uint32_t n);
   void op_touch_working_set();
   void op_storage_write(size_t n, const void* file);
   void op_storage_sync();
@@ -1158,6 +1159,10 @@ struct SimPlatform {
   // CPU time of a CRC-32C over n bytes (crc_bytes_per_ns).
   static void crc_work(size_t n) {
     if (Simulation* s = Simulation::tl_sim_) s->op_crc(n);
+  }
+  // n system calls that touch no modelled device (syscall_ns each, CPU held).
+  static void syscalls(uint32_t n) {
+    if (Simulation* s = Simulation::tl_sim_) s->op_syscalls(n);
   }
   // One iteration of a spin loop that executes no PAUSE (PostgreSQL's --disable-spinlocks: a
   // failed PGSemaphoreTryLock, SPIN_DELAY() a no-op): charges semaphore_trylock_ns instead of

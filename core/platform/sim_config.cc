@@ -92,7 +92,7 @@ namespace {
   X(storage_write_bytes_per_ns, "bytes/ns (= GB/s)", 0, kInf, kClosed,                            \
     "device write bandwidth, drained by fsync; 0 = instant")                                      \
   X(fsync_ns, "ns", 0, kInf, kClosed, "fdatasync latency on top of the device transfer")         \
-  X(syscall_ns, "ns", 0, kInf, kClosed, "pwrite / fdatasync system call entry and exit")          \
+  X(syscall_ns, "ns", 0, kInf, kClosed, "a system call's entry and exit (pwrite, fdatasync; an SLRU page read's open, lseek, read, close)")          \
   X(storage_fluctuation, "fraction", 0, 1, kMaxOpen,                                              \
     "device bandwidth x (1 + f x U[-1, 1]) per period, drawn from the seed; 0 = constant")        \
   X(storage_fluctuation_period_ns, "ns", 1, kInf, kClosed,                                        \

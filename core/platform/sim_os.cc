@@ -53,6 +53,11 @@ void Simulation::op_crc(size_t n) {
   op_work(whole);
 }
 
+void Simulation::op_syscalls(uint32_t n) {
+  if (cur_ == nullptr || n == 0) return;
+  op_work(uint64_t{n} * cfg_.syscall_ns);
+}
+
 void Simulation::op_copy(size_t n) {
   Fiber* fp = cur_;
   if (fp == nullptr || n == 0) return;
