@@ -37,10 +37,8 @@
 //   SlruPhysicalWritePage), reported as IO:SLRURead / IO:SLRUWrite.
 //   Departures: a status update (set_page_status_locked) waits for a write in progress on its
 //   page even for a synchronous commit (PostgreSQL lets it set bits in the page being copied
-//   out, a race it tolerates and a race detector would not); one cache line per slot where
-//   PostgreSQL keeps page_number[], page_status[], page_dirty[], page_lru_count[] as parallel
-//   arrays (a scan of the slots touches more lines here); no SlruRecentlyUsed on the shared path
-//   (see get_status).
+//   out, a race it tolerates and a race detector would not). The slot state is PostgreSQL's parallel arrays (page_number[],
+//   page_status[], page_dirty[], page_lru_count[]) on whole cache lines.
 //   History (xid_history): the run may start `first - 3` xids after pgbench -i. The pages of
 //   those xids exist in the backing store with every one of them COMMITTED (C7); the page of the
 //   last is in a buffer, the latest page, as BootStrapCLOG leaves page 0 (StartupCLOG on a
@@ -49,7 +47,8 @@
 // SHARED STATE AND WHAT PROTECTS IT
 //   slots_[]: page_number, status, dirty, lru_count; words_ (page bytes); lsns_ (group LSNs);
 //   cur_lru_count_, latest_page_; counters_: the control lock, exclusive (get_status reads
-//   words_ of a resident page under the shared lock). A slot in READ_IN_PROGRESS: its words_ and
+//   words_ of a resident page under the shared lock; lru_count and cur_lru_count_ are also
+//   written there, racily as in PostgreSQL: relaxed atomics). A slot in READ_IN_PROGRESS: its words_ and
 //   lsns_ belong to the client doing the read, under the slot's buffer lock; in
 //   WRITE_IN_PROGRESS they are only read (no one changes a page being written). The backing
 //   store store_ (the file system): store_mutex_, a host mutex held for no modelled operation.
@@ -192,7 +191,7 @@ class Clog {
         num_buffers_(num_buffers),
         first_(first),
         control_lock_(&procs, WaitEvent::kXactSlru),
-        slots_(std::make_unique<Slot[]>(num_buffers)),
+        slots_(num_buffers),
         words_(size_t{num_buffers} * geom_.words_per_page()),
         lsns_(size_t{num_buffers} * geom_.lsn_groups_per_page()) {
     WALBENCH_CLOG_CHECK(page_size >= kClogMinPageSize && (page_size & (page_size - 1)) == 0,
@@ -281,15 +280,15 @@ class Clog {
   }
 
   // TransactionIdGetStatus (SimpleLruReadPage_ReadOnly): under the shared lock when the page is
-  // in a buffer and not being read in, else exclusive to read it in (or wait for the read).
-  // (No SlruRecentlyUsed on the shared path: that would write under a shared lock, which
-  // PostgreSQL tolerates and a race detector would not.)
+  // in a buffer and not being read in (SlruRecentlyUsed there too), else exclusive to read it
+  // in (or wait for the read).
   XidStatus get_status(Proc<P>& me, Xid xid) {
     const uint32_t pageno = geom_.page_of(xid);
     control_lock_.acquire(me, kLwShared);
     for (uint32_t s = 0; s < num_buffers_; ++s) {
       const uint32_t st = slots_[s].status.get();
       if ((st == kSlotValid || st == kSlotWriteInProgress) && slots_[s].page_number.get() == pageno) {
+        recently_used(s);
         const XidStatus result = get_bit(xid, s);
         control_lock_.release(me);
         return result;
@@ -328,34 +327,56 @@ class Clog {
   std::vector<std::pair<Xid, XidStatus>>* trace = nullptr;
 
  private:
-  using Word = typename P::template Shared<uint64_t>;
+  // An array of E (a P::Shared or P::Atomic) on whole 64-byte lines, so that which elements
+  // share a cache line does not depend on where the heap put the array (the sim platform prices
+  // lines; DETERMINISM RULES in core/platform/sim.h).
+  template <class E>
+  class LineArray {
+    static constexpr size_t kPerLine = 64 / sizeof(E);
 
-  // An array of Words on whole 64-byte lines, so that which words share a cache line does not
-  // depend on where the heap put the array (the sim platform prices lines; DETERMINISM RULES in
-  // core/platform/sim.h).
-  class WordArray {
    public:
-    explicit WordArray(size_t n) : lines_(std::make_unique<Line[]>((n + 7) / 8)) {}
-    Word& operator[](size_t i) { return lines_[i / 8].w[i % 8]; }
-    const Word& operator[](size_t i) const { return lines_[i / 8].w[i % 8]; }
+    using Elem = E;
+    explicit LineArray(size_t n) : lines_(std::make_unique<Line[]>((n + kPerLine - 1) / kPerLine)) {}
+    Elem& operator[](size_t i) { return lines_[i / kPerLine].e[i % kPerLine]; }
+    const Elem& operator[](size_t i) const { return lines_[i / kPerLine].e[i % kPerLine]; }
 
    private:
     struct alignas(64) Line {
-      Word w[8];
+      Elem e[kPerLine];
     };
     std::unique_ptr<Line[]> lines_;
   };
+  using Word = typename P::template Shared<uint64_t>;
+  using WordArray = LineArray<Word>;
   static constexpr uint32_t kSlotEmpty = 0;            // SLRU_PAGE_EMPTY
   static constexpr uint32_t kSlotReadInProgress = 1;   // SLRU_PAGE_READ_IN_PROGRESS
   static constexpr uint32_t kSlotValid = 2;            // SLRU_PAGE_VALID
   static constexpr uint32_t kSlotWriteInProgress = 3;  // SLRU_PAGE_WRITE_IN_PROGRESS
   static constexpr uint32_t kPageFileSyscalls = 4;     // open, lseek, read/write, close
 
-  struct alignas(64) Slot {
-    typename P::template Shared<uint32_t> page_number{0};
-    typename P::template Shared<uint32_t> status{kSlotEmpty};
-    typename P::template Shared<uint32_t> dirty{0};
-    typename P::template Shared<uint32_t> lru_count{0};
+  // The slots' state as PostgreSQL lays it out (SlruSharedData): parallel arrays page_number[],
+  // page_status[], page_dirty[], page_lru_count[], so that a scan of page numbers reads 16 slots
+  // per line and SlruRecentlyUsed's writes do not land on the lines the scans read.
+  using U32 = typename P::template Shared<uint32_t>;
+  using A32 = typename P::template Atomic<uint32_t>;  // SlruRecentlyUsed's, see recently_used
+  struct Slot {  // one slot's four elements
+    U32& page_number;
+    U32& status;
+    U32& dirty;
+    A32& lru_count;
+  };
+  class SlotArrays {
+   public:
+    explicit SlotArrays(uint32_t n) : page_number_(n), status_(n), dirty_(n), lru_count_(n) {}
+    Slot operator[](uint32_t s) { return {page_number_[s], status_[s], dirty_[s], lru_count_[s]}; }
+    Slot operator[](uint32_t s) const {
+      auto& self = const_cast<SlotArrays&>(*this);  // Shared's get() is const; the refs are not
+      return self[s];
+    }
+
+   private:
+    LineArray<U32> page_number_, status_, dirty_;  // kSlotEmpty = 0 initially
+    LineArray<A32> lru_count_;
   };
   struct alignas(64) BufferLock {  // shared->buffer_locks[slot]: held during the slot's I/O
     explicit BufferLock(ProcTable<P>* procs) : lock(procs, WaitEvent::kClogBuffer) {}
@@ -401,12 +422,14 @@ class Clog {
     return static_cast<XidStatus>((word >> ((index % 32) * kClogBitsPerXact)) & 3);
   }
 
-  // SlruRecentlyUsed.
+  // SlruRecentlyUsed. PostgreSQL runs it under the shared lock too (SimpleLruReadPage_ReadOnly),
+  // racing readers' plain int stores; relaxed atomics here (a plain mov on x86, buffered on the
+  // sim), so the race is the same and a race detector accepts it.
   void recently_used(uint32_t slot) {
-    uint32_t c = cur_lru_count_.get();
-    if (c != slots_[slot].lru_count.get()) {
-      cur_lru_count_.set(++c);
-      slots_[slot].lru_count.set(c);
+    uint32_t c = cur_lru_count_.load();
+    if (c != slots_[slot].lru_count.load()) {
+      cur_lru_count_.store(++c, std::memory_order_relaxed);
+      slots_[slot].lru_count.store(c, std::memory_order_relaxed);
     }
   }
 
@@ -418,17 +441,17 @@ class Clog {
     for (;;) {
       for (uint32_t s = 0; s < num_buffers_; ++s)
         if (slots_[s].status.get() != kSlotEmpty && slots_[s].page_number.get() == pageno) return s;
-      const uint32_t cur_count = cur_lru_count_.get();
-      cur_lru_count_.set(cur_count + 1);
+      const uint32_t cur_count = cur_lru_count_.load();
+      cur_lru_count_.store(cur_count + 1, std::memory_order_relaxed);
       int64_t best_valid_delta = -1, best_invalid_delta = -1;
       uint32_t best_valid = 0, best_valid_page = 0, best_invalid = 0, best_invalid_page = 0;
       for (uint32_t s = 0; s < num_buffers_; ++s) {
-        Slot& sl = slots_[s];
+        const Slot sl = slots_[s];
         const uint32_t status = sl.status.get();
         if (status == kSlotEmpty) return s;
-        int32_t delta = static_cast<int32_t>(cur_count - sl.lru_count.get());
+        int32_t delta = static_cast<int32_t>(cur_count - sl.lru_count.load());
         if (delta < 0) {  // counter wrapped past this slot's: treat it as just used
-          sl.lru_count.set(cur_count);
+          sl.lru_count.store(cur_count, std::memory_order_relaxed);
           delta = 0;
         }
         const uint32_t page = sl.page_number.get();
@@ -465,7 +488,7 @@ class Clog {
   // SlruInternalWritePage / SlruPhysicalWritePage (control lock exclusive; released for the
   // write, buffer lock held): WAL flushed up to the page's largest group LSN first (C4).
   void write_page(Proc<P>& me, uint32_t slot) {
-    Slot& sl = slots_[slot];
+    const Slot sl = slots_[slot];
     const uint32_t pageno = sl.page_number.get();
     while (sl.status.get() == kSlotWriteInProgress && sl.page_number.get() == pageno) wait_io(me, slot);
     if (sl.dirty.get() == 0 || sl.status.get() != kSlotValid || sl.page_number.get() != pageno)
@@ -501,7 +524,7 @@ class Clog {
   uint32_t read_page_locked(Proc<P>& me, uint32_t pageno, bool write_ok) {
     for (;;) {
       const uint32_t slot = select_lru_page(me, pageno);
-      Slot& sl = slots_[slot];
+      const Slot sl = slots_[slot];
       const uint32_t status = sl.status.get();
       if (status != kSlotEmpty && sl.page_number.get() == pageno) {
         if (status == kSlotReadInProgress || (status == kSlotWriteInProgress && !write_ok)) {
@@ -560,7 +583,7 @@ class Clog {
       words_[size_t{slot} * geom_.words_per_page() + w].set(0);
     for (uint32_t g = 0; g < geom_.lsn_groups_per_page(); ++g)
       lsns_[size_t{slot} * geom_.lsn_groups_per_page() + g].set(0);
-    Slot& sl = slots_[slot];
+    const Slot sl = slots_[slot];
     sl.page_number.set(pageno);
     sl.status.set(kSlotValid);
     sl.dirty.set(1);
@@ -582,10 +605,10 @@ class Clog {
   const uint32_t num_buffers_;
   const Xid first_;  // the run's first xid: below it, the history (C7)
   alignas(64) LWLock<P> control_lock_;  // CLogControlLock (XactSLRULock in 13+)
-  std::unique_ptr<Slot[]> slots_;
+  SlotArrays slots_;
   WordArray words_;  // num_buffers_ pages of words_per_page words
   WordArray lsns_;   // num_buffers_ x lsn_groups_per_page group LSNs
-  alignas(64) typename P::template Shared<uint32_t> cur_lru_count_{0};
+  alignas(64) A32 cur_lru_count_{0};
   typename P::template Shared<uint32_t> latest_page_{0};
   std::deque<BufferLock> buffer_locks_;  // one per slot
   std::mutex store_mutex_;
