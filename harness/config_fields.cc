@@ -194,7 +194,7 @@ const std::vector<FieldDef>& field_defs() {
        }},
       {"clog", "lookup_xids",
        [](CellSpec& c, const OJson& v, const Where& w) {
-         c.clog.lookup_xids = want_string(v, w, {"run", "pgbench_rows"});
+         c.clog.lookup_xids = want_string(v, w, {"run", "pgbench_pages"});
        }},
       {"clog", "xid_history",
        [](CellSpec& c, const OJson& v, const Where& w) {

@@ -39,6 +39,12 @@ TEST_CASE("clog section: defaults, names, objects with params, the matrix", "[cl
   REQUIRE(two.size() == 2);
   CHECK(two[0].clog.snapshots_per_statement == 1);
   CHECK(two[1].clog.snapshots_per_statement == 2);
+  CHECK(d[0].clog.lookup_xids == "run");
+  CHECK(d[0].clog.xid_history == 0);
+  const auto h = cells_of(R"({"strategy": "single_lock", "workload": {"name": "simple_update"},
+      "clog": {"lookup_xids": "pgbench_pages", "xid_history": 36000000}})");
+  CHECK(h[0].clog.lookup_xids == "pgbench_pages");
+  CHECK(h[0].clog.xid_history == 36000000);
 
   const auto g = cells_of(R"({"strategy": "single_lock",
       "clog": {"strategy": "clog_group_update", "clog_buffers": 32}})");
@@ -88,6 +94,13 @@ TEST_CASE("clog section: errors with JSON pointers and did-you-mean", "[clog][co
             .json_path == "/clog/snapshots_per_statement");
   CHECK(error_of(R"({"strategy": "single_lock", "clog": {"snapshots_per_statement": 0}})")
             .json_path == "/clog/snapshots_per_statement");
+  const ConfigError lx = error_of(R"({"strategy": "single_lock", "clog": {"lookup_xids": "pgbench_row"}})");
+  CHECK(lx.json_path == "/clog/lookup_xids");
+  CHECK(lx.suggestion == "pgbench_pages");
+  CHECK(error_of(R"({"strategy": "single_lock", "clog": {"xid_history": 2000000000}})").json_path ==
+        "/clog/xid_history");
+  CHECK(error_of(R"({"strategy": "single_lock", "clog": {"xid_history": -1}})").json_path ==
+        "/clog/xid_history");
 }
 
 TEST_CASE("workload names and the transactional rule", "[clog][config]") {
@@ -129,7 +142,8 @@ TEST_CASE("walbench list shows the CLOG strategies and the workloads", "[clog][c
     CHECK(all.str().find("  " + s.name + "\n") != std::string::npos);
     for (const auto& p : s.params) CHECK(all.str().find(p.name) != std::string::npos);
   }
-  for (const char* w : {"simple_update", "tpcb_like", "savepoints", "baaf272ac9"})
+  for (const char* w : {"simple_update", "tpcb_like", "savepoints", "baaf272ac9", "lookup_xids",
+                        "pgbench_pages", "xid_history"})
     CHECK(all.str().find(w) != std::string::npos);
   std::ostringstream only;
   print_list(only, "clog");

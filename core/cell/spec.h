@@ -86,8 +86,9 @@ struct ClogSpec {
   uint32_t snapshots_per_statement = 2;
   // pgbench workloads: which xid a visibility check with an unset hint bit looks up
   // (core/cell/wal_cell.h tuple_check): "run" (uniform over the xids handed out since pgbench -i,
-  // the model before 2026-12-05) | "pgbench_rows" (the row's last stamp: its age in xids drawn
-  // from the table's size at workload.scale; a row not stamped since pgbench -i is hinted).
+  // the model before 2026-12-05) | "pgbench_pages" (the last unhinted stamp on the row's heap
+  // page: its age in xids drawn from the table's pages at workload.scale; a stamp older than
+  // pgbench -i was hinted by its VACUUM).
   std::string lookup_xids = "run";
   // Xids handed out between pgbench -i and the run (the run sits this far into a long one):
   // their CLOG pages exist, every xid COMMITTED (core/clog/clog.h C7); the run's first xid is

@@ -54,9 +54,9 @@
 //   that finds a row by key (accounts update; tellers and branches updates; each SELECT ... FOR
 //   UPDATE) checks it: with probability clog.hint_bit_miss its hint bit is unset and the check
 //   calls TransactionIdGetStatus (CLOG control lock shared) for an xid drawn uniformly from
-//   those handed out, or (clog.lookup_xids "pgbench_rows") the xid that last stamped the row,
-//   its age drawn from the table's size, the run sitting clog.xid_history xids after pgbench -i
-//   (tuple_check). With clog.procarray on, every statement that reads or writes a table takes
+//   those handed out, or (clog.lookup_xids "pgbench_pages") the last unhinted stamp on the row's
+//   page, its age drawn from the table's size, the run sitting clog.xid_history xids after
+//   pgbench -i (tuple_check). With clog.procarray on, every statement that reads or writes a table takes
 //   clog.snapshots_per_statement snapshots (GetSnapshotData, ProcArrayLock shared; PostgreSQL
 //   takes 2, see statement()), and the commit ends with
 //   ProcArrayEndTransaction (core/clog/proc_array.h) instead of the owner clearing its xid.
@@ -262,7 +262,7 @@ class WalCell final : public CellRun {
     for (uint32_t i = 0; i < kNumPgbenchTables; ++i) {
       table_pages_[i] = static_cast<double>(
           pgbench_table_pages(static_cast<PgbenchTable>(i), spec.workload.scale));
-      row_stamp_age_[i] = row_stamp_age(workload_, static_cast<PgbenchTable>(i), spec.workload.scale);
+      page_stamp_age_[i] = page_stamp_age(workload_, static_cast<PgbenchTable>(i), spec.workload.scale);
     }
     // Private streams (ideal, strategies/ideal/ideal.h): a small ring each, one device under
     // all of them (group fsync), and the writer's latch threshold split between them.
@@ -857,13 +857,17 @@ class WalCell final : public CellRun {
   // TransactionIdDidCommit asks the CLOG (TransactionIdGetStatus, control lock shared). Which
   // xid (clog.lookup_xids):
   //   "run"           uniform over those handed out since pgbench -i (the history included).
-  //   "pgbench_rows"  the row's last stamp. pgbench picks rows uniformly, so the stamps of a
-  //                   table of R rows that receives s stamps per transaction of x xids are
-  //                   apart by a geometric number of xids, mean R x / s (row_stamp_age_); the
-  //                   age is drawn from that (as an exponential). A row whose last stamp is
-  //                   older than pgbench -i was hinted by its VACUUM: no lookup (Robert Haas,
-  //                   pgsql-hackers "CLOG contention", 2011-12: lookups come from rows updated
-  //                   earlier in the run, and spread over more CLOG pages the longer it runs).
+  //   "pgbench_pages" the last unhinted stamp on the row's heap page. Any visit to a page hints
+  //                   the tuples it checks (SetHintBits), and a visit that prunes the page
+  //                   (heap_page_prune_opt on a full page) checks every tuple on it with
+  //                   HeapTupleSatisfiesVacuum; so what a visitor looks up is a stamp made since
+  //                   the page's previous visit. pgbench picks rows uniformly: the visits to a
+  //                   table of N pages that gets s stamps per transaction of x xids are a
+  //                   geometric number of xids apart, mean N x / s (page_stamp_age_); the age is
+  //                   drawn from that (as an exponential). A stamp older than pgbench -i was
+  //                   hinted by its VACUUM: no lookup. (Robert Haas, pgsql-hackers "CLOG
+  //                   contention", 2011-12: lookups of rows updated earlier in the run spread
+  //                   over more CLOG pages than 8 buffers held; with 9.6's 128 they fit.)
   // Shared WAL only (ideal's private CLOGs see no lookups: nobody else's rows).
   void tuple_check(Txn& t, PgbenchTable table) {
     if (!clog_ || hint_miss_permille_ == 0) return;
@@ -872,26 +876,27 @@ class WalCell final : public CellRun {
     const uint32_t next = xid_gen_.recent_next().value;
     if (next <= first) return;
     uint32_t x;
-    if (!pgbench_rows_) {
+    if (!pgbench_pages_) {
       x = first + static_cast<uint32_t>(t.me.next_random() % (next - first));
     } else {
-      const double age = -row_stamp_age_[static_cast<uint32_t>(table)] * std::log1p(-t.me.next_unit());
+      const double age = -page_stamp_age_[static_cast<uint32_t>(table)] * std::log1p(-t.me.next_unit());
       if (!(age < static_cast<double>(next - first))) return;  // stamped before pgbench -i: hinted
       x = next - 1 - static_cast<uint32_t>(age);
     }
     clog_->clog().get_status(t.me, Xid{x});
   }
 
-  // pgbench_rows: the mean age in xids of a row's last stamp, per table (tuple_check). Stamps
-  // per transaction: simple_update and tpcb_like update one accounts row (tpcb_like also one
-  // teller and one branch), one xid each; savepoints locks two accounts rows, a teller and a
-  // branch (SELECT ... FOR UPDATE sets xmax) with four xids.
-  static double row_stamp_age(WorkloadKind w, PgbenchTable table, uint32_t scale) {
-    const double rows = static_cast<double>(pgbench_table_shape(table).rows_per_scale) * scale;
+  // pgbench_pages: the mean age in xids of the last unhinted stamp on a row's page, per table
+  // (tuple_check): the table's pages (full_page_images.h, at workload.scale) x xids per
+  // transaction / stamps per transaction. Stamps: simple_update and tpcb_like update one
+  // accounts row (tpcb_like also one teller and one branch), one xid each; savepoints locks two
+  // accounts rows, a teller and a branch (SELECT ... FOR UPDATE sets xmax) with four xids.
+  static double page_stamp_age(WorkloadKind w, PgbenchTable table, uint32_t scale) {
+    const double pages = static_cast<double>(pgbench_table_pages(table, scale));
     const bool savepoints = w == WorkloadKind::kSavepoints;
     const double xids_per_txn = savepoints ? 1 + kSavepoints : 1;
     const double stamps = savepoints && table == PgbenchTable::kAccounts ? 2 : 1;
-    return rows * xids_per_txn / stamps;
+    return pages * xids_per_txn / stamps;
   }
 
   bool chance(Txn& t, uint32_t permille) { return t.me.next_random() % 1000 < permille; }
@@ -1060,8 +1065,8 @@ class WalCell final : public CellRun {
   const uint32_t hint_miss_permille_ =
       static_cast<uint32_t>(std::lround(spec_.clog.hint_bit_miss * 1000.0));
   const uint32_t snapshots_per_statement_ = spec_.clog.snapshots_per_statement;
-  const bool pgbench_rows_ = spec_.clog.lookup_xids == "pgbench_rows";
-  double row_stamp_age_[kNumPgbenchTables] = {};  // pgbench_rows: mean xids, per table
+  const bool pgbench_pages_ = spec_.clog.lookup_xids == "pgbench_pages";
+  double page_stamp_age_[kNumPgbenchTables] = {};  // pgbench_pages: mean xids, per table
   // Private streams (ideal), transactional workloads: each client's own XID counter and CLOG.
   struct PrivateXact {
     std::unique_ptr<XidGen<P>> xids;
