@@ -94,7 +94,7 @@ TEST_CASE("clog section: errors with JSON pointers and did-you-mean", "[clog][co
             .json_path == "/clog/snapshots_per_statement");
   CHECK(error_of(R"({"strategy": "single_lock", "clog": {"snapshots_per_statement": 0}})")
             .json_path == "/clog/snapshots_per_statement");
-  const ConfigError lx = error_of(R"({"strategy": "single_lock", "clog": {"lookup_xids": "pgbench_row"}})");
+  const ConfigError lx = error_of(R"({"strategy": "single_lock", "clog": {"lookup_xids": "pgbench_page"}})");
   CHECK(lx.json_path == "/clog/lookup_xids");
   CHECK(lx.suggestion == "pgbench_pages");
   CHECK(error_of(R"({"strategy": "single_lock", "clog": {"xid_history": 2000000000}})").json_path ==
