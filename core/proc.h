@@ -238,8 +238,8 @@ class ProcTable {
   }
   // Where client `procno`'s splitmix64 stream starts: a hashed point of the sequence, so that
   // no two clients' streams overlap in practice. (Until 2026-12-05 it was seed * K + procno x
-  // the splitmix increment + 1: client i + 1's stream was client i's shifted by one draw, so
-  // clients drew each other's values a few draws apart.)
+  // the splitmix increment + 1: client i + 1's k-th draw was client i's (k+1)-th, so clients
+  // drew each other's values a few draws apart.)
   static uint64_t proc_rng_seed(uint64_t seed, uint32_t procno) {
     uint64_t z = seed * 0x100000001B3ULL + procno + 1;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;

@@ -350,7 +350,7 @@ void print_list(std::ostream& out, const std::string& what) {
                       "(default " + std::to_string(d.page_size) +
                       "), \"hint_bit_miss\": P (default 0.5, 0..1: the probability that a row "
                       "a statement visits has unset hint bits, so its xid is looked up under "
-                      "CLogControlLock shared), \"procarray\": \"off\" (default), "
+                      "CLogControlLock shared, exclusive to read its page in), \"procarray\": \"off\" (default), "
                       "\"exclusive\" (PG <= 9.5: ProcArrayLock per commit) or "
                       "\"group_clear\" (9.6+ ProcArrayGroupClearXid; snapshots under "
                       "ProcArrayLock shared), \"snapshot\": \"pgxact\" (default: PG 9.2-13's "

@@ -865,7 +865,14 @@ class WalCell final : public CellRun {
   //                   table of N pages that gets s stamps per transaction of x xids are a
   //                   geometric number of xids apart, mean N x / s (page_stamp_age_); the age is
   //                   drawn from that (as an exponential). A stamp older than pgbench -i was
-  //                   hinted by its VACUUM: no lookup. (Robert Haas, pgsql-hackers "CLOG
+  //                   hinted by its VACUUM: no lookup. Simplifications: every visit counts as
+  //                   one that hints the page's stamps (in PostgreSQL only a pruning one checks
+  //                   every tuple; the model prunes at kPrunePermille), one stamp per update (a
+  //                   non-HOT update stamps a second page), hint bits set at once (with
+  //                   asynchronous commit SetHintBits waits until the commit record is flushed),
+  //                   and a lookup of an xid still running asks the CLOG (PostgreSQL's snapshot
+  //                   or ProcArray answers it first; tpcb_like's tellers and branches stamps are
+  //                   a mean of 10 x scale / 185 and scale / 185 xids old). (Robert Haas, pgsql-hackers "CLOG
   //                   contention", 2011-12: lookups of rows updated earlier in the run spread
   //                   over more CLOG pages than 8 buffers held; with 9.6's 128 they fit.)
   // Shared WAL only (ideal's private CLOGs see no lookups: nobody else's rows).
@@ -883,7 +890,9 @@ class WalCell final : public CellRun {
       if (!(age < static_cast<double>(next - first))) return;  // stamped before pgbench -i: hinted
       x = next - 1 - static_cast<uint32_t>(age);
     }
-    clog_->clog().get_status(t.me, Xid{x});
+    const XidStatus status = clog_->clog().get_status(t.me, Xid{x});
+    WALBENCH_CLOG_CHECK(x >= clog_->clog().first().value || status == XidStatus::kCommitted, "C7",
+                        "a lookup found a history xid not COMMITTED");
   }
 
   // pgbench_pages: the mean age in xids of the last unhinted stamp on a row's page, per table

@@ -35,8 +35,15 @@
 //   memory (the segment files in the OS page cache): a read or write copies the page and charges
 //   the file's system calls (open, lseek, read/write, close: 9.6-11's SlruPhysicalReadPage /
 //   SlruPhysicalWritePage), reported as IO:SLRURead / IO:SLRUWrite.
-//   Departures: a status update (set_page_status_locked) waits for a write in progress on its
-//   page even for a synchronous commit (PostgreSQL lets it set bits in the page being copied
+//   Departures: the scans test a slot's status before its page number (PostgreSQL compares
+//   page_number[] first and reads page_status[] only on a match, so its scans read half the
+//   lines; found in review after the 2026-12-05 sim files were made, left for their next rerun);
+//   no fsync of the segment after a page write (9.6-13's SlruPhysicalWritePage fsyncs it outside
+//   a checkpoint, IO:SLRUSync; 14+ leaves it to the checkpointer, dee663f784); IO:SLRURead and
+//   IO:SLRUWrite cover all four system calls where PostgreSQL reports only the read or write;
+//   a page read allocates its bytes on the host (a miss path, not a hot one); a status update
+//   (set_page_status_locked) waits for a write in progress on its page even for a synchronous
+//   commit (PostgreSQL lets it set bits in the page being copied
 //   out, a race it tolerates and a race detector would not). The slot state is PostgreSQL's parallel arrays (page_number[],
 //   page_status[], page_dirty[], page_lru_count[]) on whole cache lines.
 //   History (xid_history): the run may start `first - 3` xids after pgbench -i. The pages of
@@ -65,15 +72,22 @@
 //   C5  A page not in a buffer exists in the backing store: ExtendCLOG zeroes every page before
 //       the first of its xids is handed out.
 //   C6  Transaction ids are handed out once each, in increasing order, never wrapping.
-//   C7  Every xid below the run's first (the history) is COMMITTED; the verifier checks every
-//       history page that was read or written.
+//   C7  Every xid below the run's first (the history) is COMMITTED: a lookup of one must say so
+//       (core/cell/wal_cell.h tuple_check), and the verifier checks every history page present
+//       at the end (in a buffer or written back; one read in and evicted clean is not).
+//   C8  A client that marked a slot in I/O finds it, when it takes the control lock again, still
+//       holding its page in that state, and a page just read in clean.
 //
 // LOCK ORDER
 //   XidGenLock -> CLogControlLock -> a buffer lock (taken exclusively only by the client that
 //   marked the slot in I/O, before it releases the control lock; waiters release the control
 //   lock before they take it) -> (WAL flush locks, via the flush hook, with the buffer lock held
-//   and the control lock released, as SlruPhysicalWritePage). Nothing holding a WAL insertion
-//   lock waits for the CLOG.
+//   and the control lock released, as SlruPhysicalWritePage). The I/O's owner takes the control
+//   lock again while holding the buffer lock; it cannot deadlock (slru.c's argument): nobody
+//   waits for a buffer lock while holding the control lock, and a slot in I/O is never chosen
+//   for other I/O. Nothing holding a WAL insertion lock waits for the CLOG. A strategy's
+//   set_page_status_locked may so release and take the control lock again inside (a page read
+//   or a wait for one), as TransactionIdSetPageStatusInternal's SimpleLruReadPage does.
 #pragma once
 
 #include <algorithm>
@@ -174,14 +188,16 @@ struct ClogExpect {
 // the pages 0 .. page_of(next - 1) all exist and no later one does; a history page (wholly
 // below the page of first - 1) that was never read or written may be missing (it is the
 // backing store's, untouched). Error messages name the xid, page and byte. On success
-// clog_xids counts the xids checked and clog_committed the committed ones.
+// clog_xids counts the xids checked (history xids on the pages present included) and
+// clog_committed the run's committed ones (xids from first on).
 VerifyResult verify_clog(const ClogImage& image, const ClogExpect& expect);
 
 template <class P>
 class Clog {
  public:
-  // Called with the control lock held before a page whose largest async-commit LSN is `upto`
-  // is written (SlruPhysicalWritePage's XLogFlush). ctx is the hook's own state.
+  // Called before a page whose largest async-commit LSN is `upto` is written
+  // (SlruPhysicalWritePage's XLogFlush): the control lock released, the page's buffer lock held,
+  // and XidGenLock too when ExtendCLOG evicted the page. ctx is the hook's own state.
   using FlushHook = void (*)(void* ctx, Proc<P>& me, Lsn upto);
 
   // first: the run's first xid (XidGen's, the same); the xids below it are the history (C7).
@@ -203,6 +219,7 @@ class Clog {
     // buffer 0 (no client runs yet: plain initialisation).
     const uint32_t boot_page = geom_.page_of(Xid{first.value - 1});
     zero_slot(0, boot_page);
+    if (first == kFirstNormalXid) ++counters_.page_zeroes;  // BootStrapCLOG zeroed it
     if (first != kFirstNormalXid) {
       const std::vector<uint8_t> bytes = clog_history_page(geom_, boot_page, first);
       for (uint32_t w = 0; w < geom_.words_per_page(); ++w) {
@@ -211,7 +228,6 @@ class Clog {
         words_[w].set(v);
       }
     }
-    ++counters_.page_zeroes;
   }
   Clog(const Clog&) = delete;
   Clog& operator=(const Clog&) = delete;
@@ -512,6 +528,8 @@ class Clog {
       store_[pageno] = std::move(bytes);
     }
     control_lock_.acquire(me, kLwExclusive);
+    WALBENCH_CLOG_CHECK(sl.page_number.get() == pageno && sl.status.get() == kSlotWriteInProgress,
+                        "C8", "a slot changed while its page was being written");
     sl.status.set(kSlotValid);
     io.release(me);
     ++counters_.page_writes;
@@ -562,6 +580,9 @@ class Clog {
       for (uint32_t g = 0; g < geom_.lsn_groups_per_page(); ++g)
         lsns_[size_t{slot} * geom_.lsn_groups_per_page() + g].set(0);  // SimpleLruZeroLSNs
       control_lock_.acquire(me, kLwExclusive);
+      WALBENCH_CLOG_CHECK(sl.page_number.get() == pageno && sl.status.get() == kSlotReadInProgress &&
+                              sl.dirty.get() == 0,
+                          "C8", "a slot changed while its page was being read");
       sl.status.set(kSlotValid);
       io.release(me);
       ++counters_.page_reads;

@@ -1341,7 +1341,7 @@ TEST_CASE("locks: stress mixing every operation", "[locks][lwlock][spinlock]") {
 
 TEST_CASE("ProcTable: clients' random streams do not overlap", "[proc]") {
   // Each client's splitmix64 stream starts at a hashed point; seeded as seed * K + i x the
-  // increment, client i + 1 drew client i's values one draw later (the bug fixed 2026-12-05).
+  // increment, client i + 1's k-th draw was client i's (k+1)-th (the bug fixed 2026-12-05).
   walbench::ProcTable<walbench::ThreadsPlatform> procs(64, 1);
   std::unordered_map<uint64_t, uint32_t> owner;
   uint32_t shared = 0;

@@ -15,7 +15,8 @@
 //   The CLOG (core/clog/clog.h): everything under its control lock. This strategy adds none.
 //
 // Invariants
-//   I1 set_page_status_locked runs only with the control lock held exclusively (checked there).
+//   I1 set_page_status_locked runs only with the control lock held exclusively (checked there;
+//      a page read inside it releases and takes the lock again, as SimpleLruReadPage does).
 //
 // Steps of set_page_status: acquire exclusive; TransactionIdSetPageStatusInternal; release.
 // Wait / wake: the LWLock's own (sleep on the Proc semaphore, woken by release).

@@ -35,7 +35,8 @@
 //   G1  A client is on at most one list, once: it pushes itself only with clog_group_next reset
 //       to kInvalidProcNo and clog_group_member just set by itself.
 //   G2  Only the leader that detached a list walks it and only while holding the control lock
-//       exclusively; it applies every member's own page (a group may mix pages: the head's page
+//       exclusively (a page read for a member releases and takes it again inside, as
+//       SimpleLruReadPage does in PostgreSQL); it applies every member's own page (a group may mix pages: the head's page
 //       check races with the head's leader finishing, as PostgreSQL's comment admits).
 //   G3  A follower returns only after seeing clog_group_member == false, which the leader stores
 //       after applying its status and resetting its link: the status is set when it returns.
