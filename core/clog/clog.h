@@ -76,7 +76,8 @@
 //       (core/cell/wal_cell.h tuple_check), and the verifier checks every history page present
 //       at the end (in a buffer or written back; one read in and evicted clean is not).
 //   C8  A client that marked a slot in I/O finds it, when it takes the control lock again, still
-//       holding its page in that state, and a page just read in clean.
+//       holding its page in that state, and a page just read in clean (checked in debug builds
+//       only: the loads would cost simulated time).
 //
 // LOCK ORDER
 //   XidGenLock -> CLogControlLock -> a buffer lock (taken exclusively only by the client that
@@ -528,8 +529,8 @@ class Clog {
       store_[pageno] = std::move(bytes);
     }
     control_lock_.acquire(me, kLwExclusive);
-    WALBENCH_CLOG_CHECK(sl.page_number.get() == pageno && sl.status.get() == kSlotWriteInProgress,
-                        "C8", "a slot changed while its page was being written");
+    WALBENCH_LOCK_DCHECK(sl.page_number.get() == pageno && sl.status.get() == kSlotWriteInProgress,
+                         "C8", "a slot changed while its page was being written");
     sl.status.set(kSlotValid);
     io.release(me);
     ++counters_.page_writes;
@@ -580,9 +581,9 @@ class Clog {
       for (uint32_t g = 0; g < geom_.lsn_groups_per_page(); ++g)
         lsns_[size_t{slot} * geom_.lsn_groups_per_page() + g].set(0);  // SimpleLruZeroLSNs
       control_lock_.acquire(me, kLwExclusive);
-      WALBENCH_CLOG_CHECK(sl.page_number.get() == pageno && sl.status.get() == kSlotReadInProgress &&
-                              sl.dirty.get() == 0,
-                          "C8", "a slot changed while its page was being read");
+      WALBENCH_LOCK_DCHECK(sl.page_number.get() == pageno && sl.status.get() == kSlotReadInProgress &&
+                               sl.dirty.get() == 0,
+                           "C8", "a slot changed while its page was being read");
       sl.status.set(kSlotValid);
       io.release(me);
       ++counters_.page_reads;
