@@ -14,9 +14,11 @@ export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 # The conformance suite's real-thread part: its simulated part ([sim]) runs every client as a
 # fiber on one OS thread, where TSan sees no data race between clients, and costs most of the
 # TSan time (consolidation_array's sim cells alone take minutes there); it runs in the release
-# build's ctest. The streaming verifier's own thread is covered by core_tests "[stream]".
+# build's ctest. The streaming verifier's own thread is covered by core_tests "[stream]", the
+# CLOG's page I/O outside the control lock (readers, committers and evictions racing on the
+# SLRU slots) by core_tests "[clog]".
 build/tsan/strategy_tests "[conformance]~[sim]"
-build/tsan/core_tests "[locks],[stream]"
+build/tsan/core_tests "[locks],[stream],[clog]"
 echo "== ThreadSanitizer: real-thread runs through the runner (window snapshots, WAL writer, ideal)"
 tsan_out=$(mktemp -d)
 trap 'rm -rf "$tsan_out"' EXIT
