@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds walbench and runs the whole test suite: the conformance suite, the lock tests and two
-# short real-thread runs under ThreadSanitizer (preset tsan), then every test of the release
-# build through ctest.
+# Builds walbench and runs the whole test suite: the conformance suite, the lock,
+# streaming-verifier and CLOG unit tests and two short real-thread runs under ThreadSanitizer
+# (preset tsan), then every test of the release build through ctest.
 # Usage: scripts/test.sh          (after scripts/setup.sh; uses all cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
