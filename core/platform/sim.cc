@@ -409,7 +409,20 @@ void Simulation::arrive(Fiber& f, uint64_t t) {
   f.state = Fiber::State::kRunQueue;
   f.ready_at = t;
   runq_.push_back(f.index);
+  if (cfg_.wakeup_preemption != 0 && f.dispatched_once && f.last_hw >= 0)
+    preempt_for_wakeup(static_cast<uint32_t>(f.last_hw), t);
   arm_untimed_parks();
+}
+
+// OS "Wake-up preemption": the thread on the wakee's last CPU ends its slice at t; it leaves
+// the CPU at its next P operation (sim_internal.h sync), a spinner parked on a line at t.
+void Simulation::preempt_for_wakeup(uint32_t hw, uint64_t t) {
+  const int32_t v = occupant_[hw];
+  if (v < 0) return;
+  Fiber& g = *fibers_[static_cast<uint32_t>(v)];
+  ++counters_.wakeup_preemptions;
+  if (g.slice_end > t) g.slice_end = t;
+  if (g.state == Fiber::State::kParked && g.park_timed) push_event(g, std::max(t, g.clock));
 }
 
 void Simulation::dispatch(Fiber& f, uint32_t hw, uint64_t t) {
@@ -417,6 +430,7 @@ void Simulation::dispatch(Fiber& f, uint32_t hw, uint64_t t) {
   set_hw_free(hw, false);
   f.hw = static_cast<int32_t>(hw);
   f.last_hw = f.hw;
+  f.dispatched_once = true;
   f.core = hw % cfg_.cores;
   f.clock = std::max(f.clock, t) + cfg_.context_switch_ns;
   if (cfg_.working_set_bytes != 0) refill_working_set(f);

@@ -121,10 +121,22 @@
 //   no idle exit, and runs when a hardware thread frees (several posts in a row while one
 //   hardware thread is idle: the first takes the idle wake-up, the rest queue at once).
 //   Departures: a post finds the machine as the scheduler last left it (a CPU that frees
-//   between the post and the poster's next synchronisation is not seen); a queued waiter never
-//   preempts the running fiber (Linux's wake-up
-//   preemption often does): it runs when a hardware thread frees or a running fiber's time
-//   slice ends, and a spinning fiber keeps its hardware thread meanwhile. Time slices: a fiber that
+//   between the post and the poster's next synchronisation is not seen).
+//   Wake-up preemption (wakeup_preemption 1): a fiber that wakes (a semaphore post, the end of
+//   a sleep, an I/O completion) and finds no free hardware thread joins the run queue and ends
+//   the time slice of the fiber running on the wakee's last hardware thread, which leaves its
+//   CPU at its next P operation (a spinner parked on a line at once) and queues behind it, as
+//   time-slice expiry does. Linux: try_to_wake_up picks the wakee's previous CPU (or the
+//   waker's) when no idle one is found and check_preempt_wakeup preempts its current task when
+//   the wakee's vruntime is behind by more than the wakeup granularity (CFS: a sleeper is
+//   placed up to sched_latency/2 = 12 ms behind min_vruntime, the granularity is 4 ms on >= 8
+//   CPUs; EEVDF, 6.6+: when the wakee is eligible with the earlier virtual deadline).
+//   Departures: there is no vruntime, so every such wake-up preempts, a thread that slept
+//   only briefly included (CFS would let the current task run on); the victim finishes the
+//   P::work it is in before it leaves (a lock holder leaves at its next lock operation); the
+//   run queue stays one FIFO. With 0, a queued waiter never preempts: it runs when a hardware
+//   thread frees or a running fiber's time slice ends, and a spinning fiber keeps its hardware
+//   thread meanwhile. Time slices: a fiber that
 //   ran time_slice_ns while others wait in the run queue is preempted at its next P operation, or
 //   at a miss's arrival instant ("Misses") (and
 //   inside P::work). A spinning (parked) fiber keeps its hardware thread, like a real spinner.
@@ -359,6 +371,10 @@ struct SimConfig {
                                       // overheads for Linux threads")
   uint64_t time_slice_ns = 3000000;   // CFS sched_min_granularity on >= 8 CPUs (0.75 ms x 4);
                                       // EEVDF base_slice likewise
+  uint32_t wakeup_preemption = 0;     // 1: a wake-up that finds no free CPU preempts the thread
+                                      // on the wakee's last CPU (OS "Wake-up preemption"); 0:
+                                      // the wakee waits in the run queue (the model before
+                                      // 2026-12-05)
   uint64_t semaphore_wake_ns = 1000;  // post -> waiter runnable on an idle CPU (IPI + wake-up;
                                       // not charged when no CPU is idle at the post: "OS");
                                       // with context_switch_ns it gives the ~2.2 us cross-core
@@ -490,7 +506,10 @@ struct SimCounters {
   uint64_t cluster_cache_refills = 0;  // dispatches whose working set came from the L3
   uint64_t memory_refills = 0;         // dispatches whose working set came from DRAM
   uint64_t refill_ns = 0;              // time those refills charged
-  uint64_t preemptions = 0;         // time-slice expiries with a non-empty run queue
+  uint64_t preemptions = 0;         // time-slice expiries with a non-empty run queue (those
+                                    // a wake-up brought forward included)
+  uint64_t wakeup_preemptions = 0;  // wake-ups that found no free CPU and cut the slice of the
+                                    // thread on the wakee's last CPU (wakeup_preemption 1)
   uint64_t semaphore_sleeps = 0;    // wait() that blocked
   uint64_t semaphore_wakes = 0;     // post() that woke a waiter
   uint64_t sleeps = 0;              // P::sleep_ns calls that slept
@@ -705,6 +724,7 @@ class Simulation {
   void push_event(Fiber& f, uint64_t t);
   void resume(Fiber& f);
   void arrive(Fiber& f, uint64_t t);  // a waking fiber wants a CPU
+  void preempt_for_wakeup(uint32_t hw, uint64_t t);
   void dispatch(Fiber& f, uint32_t hw, uint64_t t);
   void release_cpu(Fiber& f, uint64_t t);
   void refill_working_set(Fiber& f);  // COST MODEL "Working set": at dispatch
@@ -851,6 +871,7 @@ struct Simulation::Fiber {
   double frac = 0;  // sub-ns remainder of copy / CRC charges
   int32_t hw = -1;
   int32_t last_hw = -1;
+  bool dispatched_once = false;  // a later arrival is a wake-up (sleep, post, I/O), not a start
   bool idle_wake_in_flight = false;  // counted in Simulation::idle_wakes_in_flight_
   uint32_t core = 0;  // physical core while on a CPU
   // Working-set residency per cache level (Simulation::cache_lru_): the cache holding it, -1

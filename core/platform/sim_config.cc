@@ -56,6 +56,9 @@ namespace {
   X(context_switch_ns, "ns", 0, kInf, kClosed, "dispatching a thread onto a CPU")                 \
   X(time_slice_ns, "ns", 1, kInf, kClosed,                                                        \
     "CPU time after which a thread is preempted if others wait in the run queue")                 \
+  X(wakeup_preemption, "0 or 1", 0, 1, kClosed,                                                   \
+    "1: a thread woken while no CPU is free preempts the one running on its last CPU at that "   \
+    "one's next operation (Linux's wake-up preemption); 0: it waits in the run queue")           \
   X(semaphore_wake_ns, "ns", 0, kInf, kClosed,                                                    \
     "semaphore post -> waiter runnable on an idle CPU (IPI and wake-up; dispatch adds "            \
     "context_switch_ns); the idle CPU is claimed until it arrives; with none unclaimed the "       \
@@ -520,6 +523,7 @@ nlohmann::json SimCounters::to_json() const {
                         {"events", events},
                         {"dispatches", dispatches},
                         {"preemptions", preemptions},
+                        {"wakeup_preemptions", wakeup_preemptions},
                         {"cluster_cache_refills", cluster_cache_refills},
                         {"memory_refills", memory_refills},
                         {"refill_ns", refill_ns},

@@ -1062,6 +1062,51 @@ TEST_CASE("sim: more clients than cores time-slice", "[sim]") {
   CHECK(shared.out.now_ns == 4012000);
 }
 
+TEST_CASE("sim: wakeup_preemption: a wake-up with no free CPU preempts the thread on the "
+          "wakee's last CPU", "[sim]") {
+  // One CPU. W waits on a semaphore; R then runs, posts it after 1 us of work and works 10 more
+  // us in 1 us steps. With wakeup_preemption 0 W waits in the run queue until R is done; with 1
+  // the wake-up cuts R's slice: R leaves after its current step, W runs, then R finishes.
+  auto run = [](uint32_t preempt) {
+    SimConfig cfg = small_machine(1, 1, SimPlacement::kCompact);
+    cfg.wakeup_preemption = preempt;
+    Simulation sim(cfg, 1);
+    SP::Semaphore sem;
+    uint64_t w_woke = 0, r_posted = 0, r_done = 0;
+    sim.spawn([&] {
+      sem.wait();
+      w_woke = SP::now_ns();
+    }, "W");
+    sim.spawn([&] {
+      SP::work(1000);
+      sem.post();
+      r_posted = SP::now_ns();
+      for (int k = 0; k < 10; ++k) SP::work(1000);
+      r_done = SP::now_ns();
+    }, "R");
+    const SimOutcome out = sim.run();
+    REQUIRE(out.finished());
+    struct Out {
+      SimCounters c;
+      uint64_t w_woke, r_posted, r_done;
+    };
+    return Out{out.counters, w_woke, r_posted, r_done};
+  };
+  const auto queued = run(0);
+  CHECK(queued.c.wakeup_preemptions == 0);
+  CHECK(queued.c.preemptions == 0);
+  CHECK(queued.w_woke == queued.r_done + small_machine(1, 1, SimPlacement::kCompact).context_switch_ns);
+  const auto cut = run(1);
+  CHECK(cut.c.wakeup_preemptions == 1);
+  CHECK(cut.c.preemptions == 1);
+  CHECK(cut.r_posted == queued.r_posted);  // the same run up to the post
+  // The wake-up is handled when R next synchronises, at the end of the step it started after
+  // the post; R leaves there, W is dispatched, and R comes back after W finished: its 10 us of
+  // work end two context switches later than before.
+  CHECK(cut.w_woke == cut.r_posted + 1000 + small_machine(1, 1, SimPlacement::kCompact).context_switch_ns);
+  CHECK(cut.r_done == queued.r_done + 2 * small_machine(1, 1, SimPlacement::kCompact).context_switch_ns);
+}
+
 TEST_CASE("sim: a working set the core's caches lost is refilled when its code runs", "[sim]") {
   // Hogs time-sliced on one core (0.5 ms slices, 1 ms of work each in 100 us pieces, each piece
   // starting with touch_working_set, as a statement does). Working sets of 64 KiB = 1024 lines:
