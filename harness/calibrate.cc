@@ -400,6 +400,8 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
       {"time_slice_ns",
        "SimConfig default (not measured: CFS sched_min_granularity / EEVDF base_slice)"},
       {"wake_jitter", "SimConfig default (not measured)"},
+      {"wakeup_preemption",
+       "SimConfig default, 0 = off (an OS scheduling policy the configs choose, not measured)"},
       {"smt_work_factor", topo.smt > 1 ? "SimConfig default (not measured)"
                                        : "SimConfig default (not measured; unused with smt 1)"},
       {"spin_park_after", "SimConfig default (a simulator setting, not a machine property)"},
