@@ -123,18 +123,20 @@
 //   Departures: a post finds the machine as the scheduler last left it (a CPU that frees
 //   between the post and the poster's next synchronisation is not seen).
 //   Wake-up preemption (wakeup_preemption 1): a fiber that wakes (a semaphore post, the end of
-//   a sleep, an I/O completion) and finds no free hardware thread joins the run queue and ends
-//   the time slice of the fiber running on the wakee's last hardware thread, which leaves its
-//   CPU at its next P operation (a spinner parked on a line at once) and queues behind it, as
-//   time-slice expiry does. Linux: try_to_wake_up picks the wakee's previous CPU (or the
+//   a sleep, an I/O completion) and finds no unclaimed free hardware thread joins the run queue
+//   and ends the time slice of the fiber running on the wakee's last hardware thread, which
+//   leaves its CPU at its next P operation (a spinner parked on a line at once) for the back of
+//   the run queue, as at a time-slice expiry; the CPU goes to the run queue's head, which past
+//   the hardware threads is usually another fiber than the wakee. Linux: try_to_wake_up picks the wakee's previous CPU (or the
 //   waker's) when no idle one is found and check_preempt_wakeup preempts its current task when
 //   the wakee's vruntime is behind by more than the wakeup granularity (CFS: a sleeper is
 //   placed up to sched_latency/2 = 12 ms behind min_vruntime, the granularity is 4 ms on >= 8
 //   CPUs; EEVDF, 6.6+: when the wakee is eligible with the earlier virtual deadline).
 //   Departures: there is no vruntime, so every such wake-up preempts, a thread that slept
 //   only briefly included (CFS would let the current task run on); the victim finishes the
-//   P::work it is in before it leaves (a lock holder leaves at its next lock operation); the
-//   run queue stays one FIFO. With 0, a queued waiter never preempts: it runs when a hardware
+//   P::work it is in before it leaves (any P operation after it, a lock operation included,
+//   is where it leaves); the run queue stays one FIFO, so the wakee does not get the CPU it
+//   freed unless it is at the head. With 0, a queued waiter never preempts: it runs when a hardware
 //   thread frees or a running fiber's time slice ends, and a spinning fiber keeps its hardware
 //   thread meanwhile. Time slices: a fiber that
 //   ran time_slice_ns while others wait in the run queue is preempted at its next P operation, or
