@@ -402,6 +402,11 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
       {"wake_jitter", "SimConfig default (not measured)"},
       {"wakeup_preemption",
        "SimConfig default, 0 = off (an OS scheduling policy the configs choose, not measured)"},
+      {"wakeup_granularity_ns",
+       "SimConfig default: CFS sched_wakeup_granularity on >= 8 CPUs (not measured; "
+       "wakeup_preemption 2 only)"},
+      {"sleeper_credit_ns",
+       "SimConfig default: CFS sched_latency / 2 (not measured; wakeup_preemption 2 only)"},
       {"smt_work_factor", topo.smt > 1 ? "SimConfig default (not measured)"
                                        : "SimConfig default (not measured; unused with smt 1)"},
       {"spin_park_after", "SimConfig default (a simulator setting, not a machine property)"},

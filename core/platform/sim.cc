@@ -401,6 +401,10 @@ void Simulation::set_hw_free(uint32_t hw, bool free) {
 bool Simulation::unclaimed_hw_free() const { return free_hw_ > idle_wakes_in_flight_; }
 
 void Simulation::arrive(Fiber& f, uint64_t t) {
+  advance_fair_clock(t);
+  const bool wakeup = f.dispatched_once;
+  if (wakeup && cfg_.wakeup_preemption == 2)  // CFS place_entity: the sleeper's credit
+    f.vruntime = std::max(f.vruntime, fair_clock_ - static_cast<double>(cfg_.sleeper_credit_ns));
   const int32_t hw = unclaimed_hw_free() ? pick_free_hw(f.last_hw) : -1;
   if (hw >= 0) {
     dispatch(f, static_cast<uint32_t>(hw), t);
@@ -409,9 +413,35 @@ void Simulation::arrive(Fiber& f, uint64_t t) {
   f.state = Fiber::State::kRunQueue;
   f.ready_at = t;
   runq_.push_back(f.index);
-  if (cfg_.wakeup_preemption != 0 && f.dispatched_once && f.last_hw >= 0)
-    preempt_for_wakeup(static_cast<uint32_t>(f.last_hw), t);
+  if (wakeup && f.last_hw >= 0 && cfg_.wakeup_preemption != 0) {
+    const auto last = static_cast<uint32_t>(f.last_hw);
+    if (cfg_.wakeup_preemption == 1 || wakeup_preempts(f, last, t)) preempt_for_wakeup(last, t);
+  }
   arm_untimed_parks();
+}
+
+// OS "Wake-up preemption", rule 2 (CFS check_preempt_wakeup): the wakee preempts the thread on
+// `hw` when that one's vruntime, its CPU time so far included, is ahead by more than the
+// wakeup granularity.
+bool Simulation::wakeup_preempts(Fiber& wakee, uint32_t hw, uint64_t t) const {
+  const int32_t v = occupant_[hw];
+  if (v < 0) return false;
+  const Fiber& g = *fibers_[static_cast<uint32_t>(v)];
+  const double running_for = t > g.run_start ? static_cast<double>(t - g.run_start) : 0.0;
+  return g.vruntime + running_for - wakee.vruntime > static_cast<double>(cfg_.wakeup_granularity_ns);
+}
+
+// The fair clock advances by the CPU share a runnable thread gets: the hardware threads in use
+// over the threads running or queued (the mean vruntime of the runnable threads, which start
+// together at 0). Called before the counts change, so each interval uses its own counts; an
+// instant earlier than the last one (fiber clocks run ahead of the scheduler's) adds nothing.
+void Simulation::advance_fair_clock(uint64_t t) {
+  if (t <= fair_clock_at_) return;
+  const uint64_t running = static_cast<uint64_t>(cfg_.cores) * cfg_.smt - free_hw_;
+  if (running != 0)
+    fair_clock_ += static_cast<double>(t - fair_clock_at_) * static_cast<double>(running) /
+                   static_cast<double>(running + runq_.size());
+  fair_clock_at_ = t;
 }
 
 // OS "Wake-up preemption": the thread on the wakee's last CPU ends its slice at t; it leaves
@@ -426,6 +456,7 @@ void Simulation::preempt_for_wakeup(uint32_t hw, uint64_t t) {
 }
 
 void Simulation::dispatch(Fiber& f, uint32_t hw, uint64_t t) {
+  advance_fair_clock(t);
   occupant_[hw] = static_cast<int32_t>(f.index);
   set_hw_free(hw, false);
   f.hw = static_cast<int32_t>(hw);
@@ -435,6 +466,7 @@ void Simulation::dispatch(Fiber& f, uint32_t hw, uint64_t t) {
   f.clock = std::max(f.clock, t) + cfg_.context_switch_ns;
   if (cfg_.working_set_bytes != 0) refill_working_set(f);
   f.slice_end = f.clock + cfg_.time_slice_ns;
+  f.run_start = f.clock;
   f.state = Fiber::State::kReady;
   ++counters_.dispatches;
   push_event(f, f.clock);
@@ -512,6 +544,8 @@ bool Simulation::touch_cache(uint32_t level, Fiber& f, uint32_t cache, uint64_t 
 }
 
 void Simulation::release_cpu(Fiber& f, uint64_t t) {
+  advance_fair_clock(t);
+  if (t > f.run_start) f.vruntime += static_cast<double>(t - f.run_start);
   const uint32_t hw = static_cast<uint32_t>(f.hw);
   f.hw = -1;
   occupant_[hw] = -1;

@@ -374,9 +374,16 @@ struct SimConfig {
   uint64_t time_slice_ns = 3000000;   // CFS sched_min_granularity on >= 8 CPUs (0.75 ms x 4);
                                       // EEVDF base_slice likewise
   uint32_t wakeup_preemption = 0;     // 1: a wake-up that finds no free CPU preempts the thread
-                                      // on the wakee's last CPU (OS "Wake-up preemption"); 0:
-                                      // the wakee waits in the run queue (the model before
-                                      // 2026-12-05)
+                                      // on the wakee's last CPU (OS "Wake-up preemption"); 2:
+                                      // only when the wakee's vruntime is behind that thread's
+                                      // by more than wakeup_granularity_ns (CFS); 0: the wakee
+                                      // waits in the run queue (the model before 2026-12-05)
+  uint64_t wakeup_granularity_ns = 4000000;  // CFS sysctl_sched_wakeup_granularity on >= 8 CPUs
+                                             // (1 ms x (1 + log2 8)); wakeup_preemption 2 only
+  uint64_t sleeper_credit_ns = 12000000;     // CFS place_entity: a woken thread's vruntime is
+                                             // raised to at least min_vruntime minus this
+                                             // (sched_latency 24 ms on >= 8 CPUs, halved by
+                                             // GENTLE_FAIR_SLEEPERS); wakeup_preemption 2 only
   uint64_t semaphore_wake_ns = 1000;  // post -> waiter runnable on an idle CPU (IPI + wake-up;
                                       // not charged when no CPU is idle at the post: "OS");
                                       // with context_switch_ns it gives the ~2.2 us cross-core
@@ -511,7 +518,7 @@ struct SimCounters {
   uint64_t preemptions = 0;         // time-slice expiries with a non-empty run queue (those
                                     // a wake-up brought forward included)
   uint64_t wakeup_preemptions = 0;  // wake-ups that found no free CPU and cut the slice of the
-                                    // thread on the wakee's last CPU (wakeup_preemption 1)
+                                    // thread on the wakee's last CPU (wakeup_preemption 1, 2)
   uint64_t semaphore_sleeps = 0;    // wait() that blocked
   uint64_t semaphore_wakes = 0;     // post() that woke a waiter
   uint64_t sleeps = 0;              // P::sleep_ns calls that slept
@@ -727,6 +734,8 @@ class Simulation {
   void resume(Fiber& f);
   void arrive(Fiber& f, uint64_t t);  // a waking fiber wants a CPU
   void preempt_for_wakeup(uint32_t hw, uint64_t t);
+  bool wakeup_preempts(Fiber& wakee, uint32_t hw, uint64_t t) const;  // the CFS rule
+  void advance_fair_clock(uint64_t t);  // OS "Wake-up preemption": fair_clock_ up to t
   void dispatch(Fiber& f, uint32_t hw, uint64_t t);
   void release_cpu(Fiber& f, uint64_t t);
   void refill_working_set(Fiber& f);  // COST MODEL "Working set": at dispatch
@@ -764,6 +773,11 @@ class Simulation {
   std::vector<uint32_t> hw_order_pos_;   // hw -> position in placement order
   std::vector<uint32_t> pos_hw_;         // position -> hw
   std::vector<uint64_t> free_pos_bits_;  // free hardware threads by placement position
+  // OS "Wake-up preemption" (wakeup_preemption 2): the fair clock (the vruntime a runnable
+  // thread's fair share gives it: it advances at running / (running + queued) per ns) and the
+  // instant it was last advanced to.
+  double fair_clock_ = 0;
+  uint64_t fair_clock_at_ = 0;
   uint32_t free_hw_ = 0;                 // how many bits free_pos_bits_ has set
   uint32_t idle_wakes_in_flight_ = 0;    // posted waiters charged semaphore_wake_ns, not arrived:
                                          // each will take one of the free hardware threads
@@ -874,6 +888,8 @@ struct Simulation::Fiber {
   int32_t hw = -1;
   int32_t last_hw = -1;
   bool dispatched_once = false;  // a later arrival is a wake-up (sleep, post, I/O), not a start
+  double vruntime = 0;           // CPU time up to run_start (OS "Wake-up preemption", rule 2)
+  uint64_t run_start = 0;        // when it last got a CPU
   bool idle_wake_in_flight = false;  // counted in Simulation::idle_wakes_in_flight_
   uint32_t core = 0;  // physical core while on a CPU
   // Working-set residency per cache level (Simulation::cache_lru_): the cache holding it, -1

@@ -56,9 +56,16 @@ namespace {
   X(context_switch_ns, "ns", 0, kInf, kClosed, "dispatching a thread onto a CPU")                 \
   X(time_slice_ns, "ns", 1, kInf, kClosed,                                                        \
     "CPU time after which a thread is preempted if others wait in the run queue")                 \
-  X(wakeup_preemption, "0 or 1", 0, 1, kClosed,                                                   \
+  X(wakeup_preemption, "0, 1 or 2", 0, 2, kClosed,                                               \
     "1: a thread woken while no CPU is free preempts the one running on its last CPU at that "   \
-    "one's next operation (Linux's wake-up preemption); 0: it waits in the run queue")           \
+    "one's next operation (Linux's wake-up preemption); 2: only if its vruntime is behind that " \
+    "one's by more than wakeup_granularity_ns (CFS); 0: it waits in the run queue")              \
+  X(wakeup_granularity_ns, "ns", 0, kInf, kClosed,                                               \
+    "wakeup_preemption 2: how far the wakee's vruntime must be behind (CFS "                      \
+    "sched_wakeup_granularity)")                                                                  \
+  X(sleeper_credit_ns, "ns", 0, kInf, kClosed,                                                   \
+    "wakeup_preemption 2: a woken thread's vruntime is raised to at least the fair clock minus " \
+    "this (CFS place_entity: sched_latency / 2)")                                                 \
   X(semaphore_wake_ns, "ns", 0, kInf, kClosed,                                                    \
     "semaphore post -> waiter runnable on an idle CPU (IPI and wake-up; dispatch adds "            \
     "context_switch_ns); the idle CPU is claimed until it arrives; with none unclaimed the "       \

@@ -1107,6 +1107,37 @@ TEST_CASE("sim: wakeup_preemption: a wake-up with no free CPU preempts the threa
   CHECK(cut.r_done == queued.r_done + 2 * small_machine(1, 1, SimPlacement::kCompact).context_switch_ns);
 }
 
+TEST_CASE("sim: wakeup_preemption 2: a wake-up preempts only when the wakee's vruntime is "
+          "behind by more than the granularity", "[sim]") {
+  // One CPU. W blocks on a semaphore at once (vruntime ~0); R works r_us us, posts, works 10
+  // more us. At the post R's vruntime is ~r_us us and the fair clock ~r_us us + the switches
+  // (R alone runnable: it advances at 1 per ns). Granularity 5 us.
+  auto run = [](uint64_t r_us, uint64_t credit_ns) {
+    SimConfig cfg = small_machine(1, 1, SimPlacement::kCompact);
+    cfg.wakeup_preemption = 2;
+    cfg.wakeup_granularity_ns = 5000;
+    cfg.sleeper_credit_ns = credit_ns;
+    Simulation sim(cfg, 1);
+    SP::Semaphore sem;
+    sim.spawn([&] { sem.wait(); }, "W");
+    sim.spawn([&] {
+      SP::work(r_us * 1000);
+      sem.post();
+      for (int k = 0; k < 10; ++k) SP::work(1000);
+    }, "R");
+    const SimOutcome out = sim.run();
+    REQUIRE(out.finished());
+    return out.counters.wakeup_preemptions;
+  };
+  // R ran 2 us: 2 us ahead of W, within the granularity: W waits in the run queue.
+  CHECK(run(2, 12000000) == 0);
+  // R ran 8 us: ahead by more than 5 us: W preempts it (the sleeper credit leaves W at 0).
+  CHECK(run(8, 12000000) == 1);
+  // The same with a 2 us sleeper credit: W is placed at the fair clock - 2 us, ~6 us: R is ahead
+  // by ~2-3 us only, so W waits (CFS place_entity: a long sleep earns at most the credit).
+  CHECK(run(8, 2000) == 0);
+}
+
 TEST_CASE("sim: a working set the core's caches lost is refilled when its code runs", "[sim]") {
   // Hogs time-sliced on one core (0.5 ms slices, 1 ms of work each in 100 us pieces, each piece
   // starting with touch_working_set, as a statement does). Working sets of 64 KiB = 1024 lines:
