@@ -44,6 +44,7 @@ TEST_CASE("sim validation enforces the listed ranges", "[list][sim]") {
     else if (p.range == "> 0") bad = 0;
     else if (p.range == "[0, 1)") bad = 1;
     else if (p.range == "[0, 1]") bad = 2;
+    else if (p.range == "[0, 2]") bad = 3;
     else if (p.range == "[0, 4096]") bad = 5000;
     else if (p.range == ">= 0") continue;  // unsigned or non-negative: the JSON reader refuses -1
     else FAIL("no out-of-range probe for " << p.range);
