@@ -122,9 +122,10 @@
 //   hardware thread is idle: the first takes the idle wake-up, the rest queue at once).
 //   Departures: a post finds the machine as the scheduler last left it (a CPU that frees
 //   between the post and the poster's next synchronisation is not seen).
-//   Wake-up preemption (wakeup_preemption 1): a fiber that wakes (a semaphore post, the end of
+//   Wake-up preemption (wakeup_preemption 1 or 2): a fiber that wakes (a semaphore post, the end of
 //   a sleep, an I/O completion) and finds no unclaimed free hardware thread joins the run queue
-//   and ends the time slice of the fiber running on the wakee's last hardware thread, which
+//   and (rule 1 always, rule 2 as below) ends the time slice of the fiber running on the
+//   wakee's last hardware thread, which
 //   leaves its CPU at its next P operation (a spinner parked on a line at once) for the back of
 //   the run queue, as at a time-slice expiry; the CPU goes to the run queue's head, which past
 //   the hardware threads is usually another fiber than the wakee. Linux: try_to_wake_up picks the wakee's previous CPU (or the
@@ -132,11 +133,20 @@
 //   the wakee's vruntime is behind by more than the wakeup granularity (CFS: a sleeper is
 //   placed up to sched_latency/2 = 12 ms behind min_vruntime, the granularity is 4 ms on >= 8
 //   CPUs; EEVDF, 6.6+: when the wakee is eligible with the earlier virtual deadline).
-//   Departures: there is no vruntime, so every such wake-up preempts, a thread that slept
-//   only briefly included (CFS would let the current task run on); the victim finishes the
+//   Rule 1 preempts on every such wake-up, a thread that slept only briefly included. Rule 2
+//   (wakeup_preemption 2) is CFS's: every fiber has a vruntime (its CPU time, all weights
+//   equal), a woken fiber's is raised to at least the fair clock minus sleeper_credit_ns
+//   (place_entity), and it preempts only when the fiber on its last hardware thread, the time
+//   that one has run since its dispatch included, is ahead by more than wakeup_granularity_ns
+//   (wakeup_preempt_entity). The fair clock stands in for the per-CPU min_vruntime: it
+//   advances at (hardware threads in use) / (fibers running or queued) per ns, the CPU share
+//   of a runnable fiber, so it is the mean vruntime of the runnable fibers, not their minimum
+//   (a sleeper is placed a little later than CFS places it: rule 2 errs toward fewer
+//   preemptions); one clock for the machine, not one per CPU with renormalisation on
+//   migration. Departures of both rules: the victim finishes the
 //   P::work it is in before it leaves (any P operation after it, a lock operation included,
-//   is where it leaves); the run queue stays one FIFO, so the wakee does not get the CPU it
-//   freed unless it is at the head. With 0, a queued waiter never preempts: it runs when a hardware
+//   is where it leaves); the run queue stays one FIFO (no leftmost-vruntime pick), so the
+//   wakee does not get the CPU it freed unless it is at the head. With 0, a queued waiter never preempts: it runs when a hardware
 //   thread frees or a running fiber's time slice ends, and a spinning fiber keeps its hardware
 //   thread meanwhile. Time slices: a fiber that
 //   ran time_slice_ns while others wait in the run queue is preempted at its next P operation, or
