@@ -432,9 +432,10 @@ bool Simulation::wakeup_preempts(Fiber& wakee, uint32_t hw, uint64_t t) const {
 }
 
 // The fair clock advances by the CPU share a runnable thread gets: the hardware threads in use
-// over the threads running or queued (the mean vruntime of the runnable threads, which start
-// together at 0). Called before the counts change, so each interval uses its own counts; an
-// instant earlier than the last one (fiber clocks run ahead of the scheduler's) adds nothing.
+// over the threads running or queued (the vruntime of a thread that was always runnable; not
+// CFS's min_vruntime, sim.h OS "Wake-up preemption" says where they part). Called before the
+// counts change, so each interval uses its own counts; an instant earlier than the last one
+// (fiber clocks run ahead of the scheduler's) adds nothing.
 void Simulation::advance_fair_clock(uint64_t t) {
   if (t <= fair_clock_at_) return;
   const uint64_t running = static_cast<uint64_t>(cfg_.cores) * cfg_.smt - free_hw_;

@@ -139,11 +139,17 @@
 //   (place_entity), and it preempts only when the fiber on its last hardware thread, the time
 //   that one has run since its dispatch included, is ahead by more than wakeup_granularity_ns
 //   (wakeup_preempt_entity). The fair clock stands in for the per-CPU min_vruntime: it
-//   advances at (hardware threads in use) / (fibers running or queued) per ns, the CPU share
-//   of a runnable fiber, so it is the mean vruntime of the runnable fibers, not their minimum
-//   (a sleeper is placed a little later than CFS places it: rule 2 errs toward fewer
-//   preemptions); one clock for the machine, not one per CPU with renormalisation on
-//   migration. Departures of both rules: the victim finishes the
+//   advances at (hardware threads in use) / (fibers running or queued) per ns, the vruntime
+//   of a fiber that was always runnable; one clock for the machine, not one per CPU with
+//   renormalisation on migration. Departure that decides rule 2's effect: CFS's min_vruntime
+//   follows the runnable tasks' own vruntimes (it rises only as they run), while the fair
+//   clock runs at 1 per ns whenever the run queue is empty. Where most fibers sleep (PostgreSQL
+//   backends waiting on locks, past the hardware threads), every wakee is raised to the same
+//   floor, fair clock - sleeper_credit_ns, and so was the fiber on its CPU when it woke: that
+//   one's lead is the time it ran since minus the clock's advance, never near the
+//   granularity, so rule 2 preempts almost never there; CFS would place a long sleeper 12 ms
+//   behind the tasks that ran most recently and could preempt them. Departures of both rules:
+//   the victim finishes the
 //   P::work it is in before it leaves (any P operation after it, a lock operation included,
 //   is where it leaves); the run queue stays one FIFO (no leftmost-vruntime pick), so the
 //   wakee does not get the CPU it freed unless it is at the head. With 0, a queued waiter never preempts: it runs when a hardware
@@ -391,7 +397,8 @@ struct SimConfig {
   uint64_t wakeup_granularity_ns = 4000000;  // CFS sysctl_sched_wakeup_granularity on >= 8 CPUs
                                              // (1 ms x (1 + log2 8)); wakeup_preemption 2 only
   uint64_t sleeper_credit_ns = 12000000;     // CFS place_entity: a woken thread's vruntime is
-                                             // raised to at least min_vruntime minus this
+                                             // raised to at least the fair clock (sim.h OS
+                                             // "Wake-up preemption") minus this
                                              // (sched_latency 24 ms on >= 8 CPUs, halved by
                                              // GENTLE_FAIR_SLEEPERS); wakeup_preemption 2 only
   uint64_t semaphore_wake_ns = 1000;  // post -> waiter runnable on an idle CPU (IPI + wake-up;
@@ -898,7 +905,8 @@ struct Simulation::Fiber {
   int32_t hw = -1;
   int32_t last_hw = -1;
   bool dispatched_once = false;  // a later arrival is a wake-up (sleep, post, I/O), not a start
-  double vruntime = 0;           // CPU time up to run_start (OS "Wake-up preemption", rule 2)
+  double vruntime = 0;           // CPU time up to run_start, raised at a wake-up to the fair
+                                 // clock's floor (OS "Wake-up preemption", rule 2)
   uint64_t run_start = 0;        // when it last got a CPU
   bool idle_wake_in_flight = false;  // counted in Simulation::idle_wakes_in_flight_
   uint32_t core = 0;  // physical core while on a CPU

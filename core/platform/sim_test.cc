@@ -1109,10 +1109,12 @@ TEST_CASE("sim: wakeup_preemption: a wake-up with no free CPU preempts the threa
 
 TEST_CASE("sim: wakeup_preemption 2: a wake-up preempts only when the wakee's vruntime is "
           "behind by more than the granularity", "[sim]") {
-  // One CPU. W blocks on a semaphore at once (vruntime ~0); R works r_us us, posts, works 10
-  // more us. At the post R's vruntime is ~r_us us and the fair clock ~r_us us + the switches
-  // (R alone runnable: it advances at 1 per ns). Granularity 5 us.
-  auto run = [](uint64_t r_us, uint64_t credit_ns) {
+  // One CPU. W blocks on a semaphore at once (vruntime ~0). R works r1_us us; with a sleep,
+  // it then sleeps 1 us (leaving the CPU: its vruntime keeps the CPU time so far) and works
+  // r2_us more; then it posts W and works 10 more us. At the post R's vruntime is ~r1 + r2 us
+  // and the fair clock ~2 us more (it runs at 1/2 per ns while R waits behind W at the start,
+  // at 1 per ns while R runs alone, not at all while the CPU is idle). Granularity 5 us.
+  auto run = [](uint64_t r1_us, bool sleep, uint64_t r2_us, uint64_t credit_ns) {
     SimConfig cfg = small_machine(1, 1, SimPlacement::kCompact);
     cfg.wakeup_preemption = 2;
     cfg.wakeup_granularity_ns = 5000;
@@ -1121,7 +1123,9 @@ TEST_CASE("sim: wakeup_preemption 2: a wake-up preempts only when the wakee's vr
     SP::Semaphore sem;
     sim.spawn([&] { sem.wait(); }, "W");
     sim.spawn([&] {
-      SP::work(r_us * 1000);
+      SP::work(r1_us * 1000);
+      if (sleep) SP::sleep_ns(1000);
+      SP::work(r2_us * 1000);
       sem.post();
       for (int k = 0; k < 10; ++k) SP::work(1000);
     }, "R");
@@ -1129,13 +1133,18 @@ TEST_CASE("sim: wakeup_preemption 2: a wake-up preempts only when the wakee's vr
     REQUIRE(out.finished());
     return out.counters.wakeup_preemptions;
   };
-  // R ran 2 us: 2 us ahead of W, within the granularity: W waits in the run queue.
-  CHECK(run(2, 12000000) == 0);
-  // R ran 8 us: ahead by more than 5 us: W preempts it (the sleeper credit leaves W at 0).
-  CHECK(run(8, 12000000) == 1);
-  // The same with a 2 us sleeper credit: W is placed at the fair clock - 2 us, ~6 us: R is ahead
-  // by ~2-3 us only, so W waits (CFS place_entity: a long sleep earns at most the credit).
-  CHECK(run(8, 2000) == 0);
+  // R ran 2 us: ~2 us ahead of W, within the granularity: W waits in the run queue.
+  CHECK(run(2, false, 0, 12000000) == 0);
+  // R ran 8 us: ahead by more than 5 us: W preempts it (the 12 ms credit leaves W at 0).
+  CHECK(run(8, false, 0, 12000000) == 1);
+  // The same with a 2 us sleeper credit: W is raised to the fair clock - 2 us, within a
+  // fraction of a us of R's vruntime, so W waits (place_entity: a sleep earns at most the
+  // credit).
+  CHECK(run(8, false, 0, 2000) == 0);
+  // CPU time before R left the CPU counts: 3 us, a sleep, 3 us is 6 us ahead (preempts); 3 us,
+  // a sleep, 1 us is 4 us (does not). Without release_cpu's accounting both would be behind.
+  CHECK(run(3, true, 3, 12000000) == 1);
+  CHECK(run(3, true, 1, 12000000) == 0);
 }
 
 TEST_CASE("sim: a working set the core's caches lost is refilled when its code runs", "[sim]") {
