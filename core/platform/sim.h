@@ -141,15 +141,16 @@
 //   (wakeup_preempt_entity). The fair clock stands in for the per-CPU min_vruntime: it
 //   advances at (hardware threads in use) / (fibers running or queued) per ns, the vruntime
 //   of a fiber that was always runnable; one clock for the machine, not one per CPU with
-//   renormalisation on migration. Departure that decides rule 2's effect: CFS's min_vruntime
-//   follows the runnable tasks' own vruntimes (it rises only as they run), while the fair
-//   clock runs at 1 per ns whenever the run queue is empty. Where most fibers sleep (PostgreSQL
-//   backends waiting on locks, past the hardware threads), every wakee is raised to the same
-//   floor, fair clock - sleeper_credit_ns, and so was the fiber on its CPU when it woke: that
-//   one's lead is the time it ran since minus the clock's advance, never near the
-//   granularity, so rule 2 preempts almost never there; CFS would place a long sleeper 12 ms
-//   behind the tasks that ran most recently and could preempt them. Departures of both rules:
-//   the victim finishes the
+//   renormalisation on migration. The departure that decides rule 2's effect: CFS's
+//   min_vruntime = max(min_vruntime, min(curr, leftmost)) follows the runnable tasks' own
+//   vruntimes and does not move with wall time, while the fair clock runs at 1 per ns whenever
+//   a CPU is in use and the run queue is empty. Where most fibers sleep (PostgreSQL backends
+//   waiting on locks), every wakee is raised to the same floor, fair clock -
+//   sleeper_credit_ns, and so was the fiber on its CPU when it woke: that one's lead is the
+//   time it ran since minus the clock's advance, under the granularity while the run queue is
+//   short, so rule 2 preempts only while the queue is long. Under CFS the floor stays put, so
+//   CPU time a task gathers over many short runs counts toward its lead; whether that makes
+//   such backends preempt is not modelled. Departures of both rules: the victim finishes the
 //   P::work it is in before it leaves (any P operation after it, a lock operation included,
 //   is where it leaves); the run queue stays one FIFO (no leftmost-vruntime pick), so the
 //   wakee does not get the CPU it freed unless it is at the head. With 0, a queued waiter never preempts: it runs when a hardware

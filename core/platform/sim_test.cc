@@ -1110,10 +1110,11 @@ TEST_CASE("sim: wakeup_preemption: a wake-up with no free CPU preempts the threa
 TEST_CASE("sim: wakeup_preemption 2: a wake-up preempts only when the wakee's vruntime is "
           "behind by more than the granularity", "[sim]") {
   // One CPU. W blocks on a semaphore at once (vruntime ~0). R works r1_us us; with a sleep,
-  // it then sleeps 1 us (leaving the CPU: its vruntime keeps the CPU time so far) and works
-  // r2_us more; then it posts W and works 10 more us. At the post R's vruntime is ~r1 + r2 us
-  // and the fair clock ~2 us more (it runs at 1/2 per ns while R waits behind W at the start,
-  // at 1 per ns while R runs alone, not at all while the CPU is idle). Granularity 5 us.
+  // it then sleeps (1 us plus the sleep slack, the CPU idle; it leaves the CPU and its
+  // vruntime keeps the CPU time so far) and works r2_us more; then it posts W and works 10
+  // more us. At the post R's vruntime is ~r1 + r2 us and the fair clock 2-3 us more (it runs
+  // at 1/2 per ns while R waits behind W at the start, at 1 per ns while R runs alone, context
+  // switches included, not at all while the CPU is idle). Granularity 5 us.
   auto run = [](uint64_t r1_us, bool sleep, uint64_t r2_us, uint64_t credit_ns) {
     SimConfig cfg = small_machine(1, 1, SimPlacement::kCompact);
     cfg.wakeup_preemption = 2;
@@ -1142,7 +1143,8 @@ TEST_CASE("sim: wakeup_preemption 2: a wake-up preempts only when the wakee's vr
   // credit).
   CHECK(run(8, false, 0, 2000) == 0);
   // CPU time before R left the CPU counts: 3 us, a sleep, 3 us is 6 us ahead (preempts); 3 us,
-  // a sleep, 1 us is 4 us (does not). Without release_cpu's accounting both would be behind.
+  // a sleep, 1 us is 4 us (does not). Without release_cpu's accounting R would lead by ~3 us
+  // in the first, within the granularity, and it would fail.
   CHECK(run(3, true, 3, 12000000) == 1);
   CHECK(run(3, true, 1, 12000000) == 0);
 }
