@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/platform/sim.h"
@@ -106,6 +107,43 @@ TEST_CASE("device: fluctuating bandwidth is deterministic and averages out", "[s
   // Time-weighted, the mean bandwidth stays near 1 GB/s (harmonic effects aside: within 25 %).
   CHECK(static_cast<double>(sum) / 400 > 65536 * 0.9);
   CHECK(static_cast<double>(sum) / 400 < 65536 * 1.25);
+}
+
+TEST_CASE("device: with no device (tmpfs) fdatasync is a system call on the caller's CPU",
+          "[sim][storage]") {
+  // One CPU, two fibers: the first pwrites and fsyncs 100 times. With a device each sync sleeps
+  // and the second fiber, which runs a long computation, takes the CPU; with none (tmpfs:
+  // noop_fsync) every sync costs syscall_ns and the writer never leaves its CPU.
+  auto run = [](uint64_t fsync_ns, double device_rate) {
+    SimConfig c;
+    c.cores = 1;
+    c.sockets = 1;
+    c.syscall_ns = 300;
+    c.fsync_ns = fsync_ns;
+    c.storage_write_bytes_per_ns = device_rate;
+    c.page_cache_write_bytes_per_ns = 8;
+    Simulation sim(c, 1);
+    uint64_t writer_took = 0;
+    sim.spawn([&] {
+      const uint64_t t0 = SP::now_ns();
+      for (int i = 0; i < 100; ++i) {
+        SP::storage_write(8192);
+        SP::storage_sync();
+      }
+      writer_took = SP::now_ns() - t0;
+    }, "writer");
+    sim.spawn([] { SP::work(1000000); }, "other");
+    REQUIRE(sim.run().finished());
+    return std::pair{writer_took, sim.counters()};
+  };
+  const auto [tmpfs_took, tmpfs] = run(0, 0);
+  CHECK(tmpfs.storage_syncs == 100);
+  CHECK(tmpfs_took == 100 * (300 + 8192 / 8 + 300));  // write and sync, nothing else
+  CHECK(tmpfs.dispatches == 2);                        // each fiber put on the CPU once
+  const auto [nvme_took, nvme] = run(50000, 2);
+  CHECK(nvme.storage_syncs == 100);
+  CHECK(nvme.dispatches > 100);  // every sync slept and was dispatched again
+  CHECK(nvme_took > 100 * 50000);
 }
 
 }  // namespace walbench
