@@ -193,9 +193,9 @@
 //   caller's CPU (syscall_ns + n / page_cache_write_bytes_per_ns), concurrent pwrites share a
 //   page-cache bandwidth server (page_cache_bytes_per_ns) and writers to one file serialise on
 //   its inode lock; fdatasync waits for the device (FIFO, write bandwidth that may fluctuate
-//   per period, fsync latency) with its CPU released, or, with no device to wait for
-//   (storage_write_bytes_per_ns and fsync_ns 0: WAL on tmpfs), returns after syscall_ns on
-//   the caller's CPU.
+//   per period, fsync latency) with its CPU released, or, with nothing to wait for (fsync_ns 0
+//   and no transfer due: always so with storage_write_bytes_per_ns 0, no device, WAL on
+//   tmpfs), returns after syscall_ns on the caller's CPU.
 //
 // RANGES (sim_ranges.cc: WAL page bytes, P::touch_range)
 //   WAL page bytes are plain memory, not P objects; P::touch_range(p, n, kind) charges their

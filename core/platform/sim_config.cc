@@ -101,7 +101,7 @@ namespace {
     "no shared cap")                                                                              \
   X(storage_write_bytes_per_ns, "bytes/ns (= GB/s)", 0, kInf, kClosed,                            \
     "device write bandwidth, drained by fsync; 0 = instant")                                      \
-  X(fsync_ns, "ns", 0, kInf, kClosed, "fdatasync latency on top of the device transfer; with storage_write_bytes_per_ns also 0, no device (tmpfs): fdatasync costs syscall_ns and keeps the CPU")         \
+  X(fsync_ns, "ns", 0, kInf, kClosed, "fdatasync latency on top of the device transfer; 0 with no transfer due (always so with storage_write_bytes_per_ns 0: no device, tmpfs): fdatasync costs syscall_ns and keeps the CPU")         \
   X(syscall_ns, "ns", 0, kInf, kClosed, "a system call's entry and exit (pwrite, fdatasync; an SLRU page read's open, lseek, read, close)")          \
   X(storage_fluctuation, "fraction", 0, 1, kMaxOpen,                                              \
     "device bandwidth x (1 + f x U[-1, 1]) per period, drawn from the seed; 0 = constant")        \

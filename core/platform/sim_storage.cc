@@ -24,9 +24,9 @@
 // DEVICE (op_storage_sync: fdatasync)
 //   The bytes written since the last sync go to the device after what it is still writing
 //   (FIFO): the sync completes at max(device free, now + syscall_ns) + transfer + fsync_ns, with
-//   the caller's CPU released. A sync with nothing to wait for (no device: storage_write_bytes_per_ns
-//   and fsync_ns both 0, tmpfs, whose fdatasync is noop_fsync) costs syscall_ns and keeps the CPU:
-//   no sleep, no context switch. Transfer at storage_write_bytes_per_ns, or, with
+//   the caller's CPU released. A sync with nothing to wait for (fsync_ns 0 and no device transfer
+//   due: always so with no device, storage_write_bytes_per_ns 0, as for WAL on tmpfs, whose
+//   fdatasync is noop_fsync) costs syscall_ns and keeps the CPU: no sleep, no context switch. Transfer at storage_write_bytes_per_ns, or, with
 //   storage_fluctuation f > 0, at storage_write_bytes_per_ns x (1 + f x u_k) during period k
 //   (storage_fluctuation_period_ns long) with u_k uniform in [-1, 1] a pure function of (seed,
 //   k): the bandwidth at a virtual instant does not depend on what happened before it.
@@ -118,7 +118,7 @@ void Simulation::op_storage_sync() {
   device_pending_ = 0;
   ++counters_.storage_syncs;
   f.clock = t0;
-  if (done <= t0) {  // nothing to wait for (tmpfs): the system call returns on the caller's CPU
+  if (done <= t0) {  // nothing to wait for (no device: tmpfs): returns on the caller's CPU
     sync(f);
     return;
   }
