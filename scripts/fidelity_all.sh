@@ -14,8 +14,9 @@
 #   scripts/fidelity_sensitivity.sh uses both.
 #
 # The table is found from the result's config file (context.config_files): configs/sim-NAME.json
-# reproduces ../shared/reference/NAME.csv; a sim config with no such table (a setting whose
-# table is kept aside) is skipped with a note. Options per table are below. Result files written
+# reproduces ../shared/reference/NAME.csv; a sim config with no such table whose "fitted" list
+# is empty (a setting whose table is kept aside) is skipped with a note; any other missing table
+# fails, as does a call that scores no table. Options per table are below. Result files written
 # before configs had a `fitted` list get it from their config file (--fitted-from); a result that
 # records its own list in context.config is compared with that one.
 set -euo pipefail
@@ -53,23 +54,32 @@ configs = c if isinstance(c, list) else [c]
 sys.exit(0 if any(isinstance(x, dict) and "fitted" in x for x in configs) else 1)' "$1"
 }
 
+# Whether a config fits nothing (an empty "fitted" list): a setting whose table is kept aside.
+kept_aside() {
+  "$python" -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1])).get("fitted", None) == [] else 1)' "$1"
+}
+[[ -d $reference_dir ]] || { echo "fidelity_all: no directory $reference_dir (REFERENCE_DIR)" >&2; exit 2; }
+
 status=0
+scored=0
 for result in "$@"; do
   config=$(config_of "$result")
   name=$(basename "${config:-none}" .json)
   table=${name#sim-}
   reference=$reference_dir/$table.csv
-  if [[ -n $config && $name == sim-* && ! -f $reference ]]; then
-    # A setting whose published table is kept aside (configs/sim-wal-buf-mapping-176core-tmpfs):
-    # nothing to compare with here; REFERENCE_DIR=DIR holding NAME.csv compares it.
+  if [[ -n $config && $name == sim-* && ! -f $reference ]] && kept_aside "$config"; then
+    # A setting whose published table is kept aside (its config fits nothing: an empty
+    # "fitted" list, e.g. configs/sim-wal-buf-mapping-176core-tmpfs.json): nothing to compare
+    # with here; REFERENCE_DIR=DIR holding NAME.csv compares it.
     echo "fidelity_all: $result: no $reference (a setting without a published table here); skipped" >&2
     continue
   fi
-  if [[ -z $config || $name != sim-* ]]; then
+  if [[ -z $config || $name != sim-* || ! -f $reference ]]; then
     echo "fidelity_all: $result: its config (${config:-none}) is not configs/sim-NAME.json with a $reference_dir/NAME.csv; skipped" >&2
     status=1
     continue
   fi
+  scored=$((scored + 1))
   options=()
   plot_options=()
   case $table in
@@ -94,5 +104,9 @@ for result in "$@"; do
     "$python" scripts/plot_fidelity.py "$out_dir/$table.json" "$out_dir/$table.png" "${plot_options[@]}"
   fi
 done
+if ((scored == 0)); then
+  echo "fidelity_all: no result had a published table in $reference_dir; $out_dir/totals.txt left as it was" >&2
+  exit 1
+fi
 "$python" scripts/fidelity_totals.py "$out_dir"/*.json -o "$out_dir/totals.txt" || status=1
 exit $status
