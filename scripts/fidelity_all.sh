@@ -32,6 +32,7 @@ if (($# == 0)); then
   set -- results/*-sim-*.json
   (($# > 0)) || { echo "fidelity_all: no results/*-sim-*.json" >&2; exit 2; }
 fi
+[[ -d $reference_dir ]] || { echo "fidelity_all: no directory $reference_dir (REFERENCE_DIR)" >&2; exit 2; }
 mkdir -p "$out_dir"
 
 # The one config file a result was run from: context.config_files, or, for a file without that
@@ -56,9 +57,8 @@ sys.exit(0 if any(isinstance(x, dict) and "fitted" in x for x in configs) else 1
 
 # Whether a config fits nothing (an empty "fitted" list): a setting whose table is kept aside.
 kept_aside() {
-  "$python" -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1])).get("fitted", None) == [] else 1)' "$1"
+  [[ -f $1 ]] && "$python" -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1])).get("fitted", None) == [] else 1)' "$1"
 }
-[[ -d $reference_dir ]] || { echo "fidelity_all: no directory $reference_dir (REFERENCE_DIR)" >&2; exit 2; }
 
 status=0
 scored=0
