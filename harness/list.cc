@@ -298,8 +298,8 @@ std::vector<Entry> platform_entries() {
        {
            {"atomics", "string", "\"" + d.atomics + "\"", "native | emulated",
             "emulated: PostgreSQL's --disable-atomics (removed in 18, 8138526136): every atomic "
-            "write, exchange, CAS and fetch-op takes one of 64 spinlocks chosen by the atomic's "
-            "address; reads stay plain"},
+            "write, exchange, CAS and fetch-op takes the spinlock embedded in the atomic (its own "
+            "cache line); reads stay plain"},
            {"spinlocks", "string", "\"" + d.spinlocks + "\"", "native | semaphore",
             "semaphore: PostgreSQL's --disable-spinlocks (removed in 18, e25626677f): a spinlock "
             "is one of 128 semaphores assigned round-robin, TAS = trylock, no PAUSE; emulated "

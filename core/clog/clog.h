@@ -656,8 +656,8 @@ class XidGen {
   // ProcGlobal->subxidStates[pgxactoff] (count | overflowed << 8), or nullptr. Both stored under
   // XidGenLock as GetNewTransactionId does.
   Xid assign(Proc<P>& me, Clog<P>* clog, bool subtransaction,
-             typename P::template Atomic<uint32_t>* pgxact_xid = nullptr,
-             typename P::template Atomic<uint16_t>* subxid_status = nullptr) {
+             PlainWord<P, uint32_t>* pgxact_xid = nullptr,
+             PlainWord<P, uint16_t>* subxid_status = nullptr) {
     lock_.acquire(me, kLwExclusive);
     const Xid xid{next_xid_.get()};
     WALBENCH_CLOG_CHECK(xid.value >= kFirstNormalXid.value, "C6", "the xid counter wrapped");

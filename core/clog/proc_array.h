@@ -77,7 +77,9 @@
 //                                 (bumped exclusive, read shared); beside latest_completed_.
 //   pgxact_[c].xid (PGXACT xid)   "pgxact": set by its owner under XidGenLock (XidGen::assign,
 //   or xids_[c] (ProcGlobal->xids) through xid_slot()), an atomic because snapshots read it
-//                                 under the shared lock meanwhile; cleared with Proc::xid under
+//                                 under the shared lock meanwhile (a PlainWord: PostgreSQL's is
+//                                 a plain TransactionId, so --disable-atomics leaves it alone,
+//                                 core/platform/platform.h); cleared with Proc::xid under
 //                                 the exclusive lock (by the owner, or by its group leader).
 //   subxid_states_[c]             "dense" (ProcGlobal->subxidStates: count | overflowed << 8):
 //                                 set by its owner under XidGenLock (XidGen::assign, through
@@ -134,6 +136,7 @@
 #include "core/aligned_array.h"
 #include "core/counter.h"
 #include "core/locks/lwlock.h"
+#include "core/platform/platform.h"
 #include "core/proc.h"
 #include "core/wal/types.h"
 
@@ -208,12 +211,12 @@ class ProcArray {
 
   // Where XidGen::assign stores a new top-level xid under XidGenLock: MyPgXact->xid ("pgxact")
   // or ProcGlobal->xids[pgxactoff] ("dense").
-  typename P::template Atomic<uint32_t>& xid_slot(const Proc<P>& me) {
+  PlainWord<P, uint32_t>& xid_slot(const Proc<P>& me) {
     return form_ == SnapshotForm::kDense ? xids_[me.id.value] : pgxact_[me.id.value].xid;
   }
   // ProcGlobal->subxidStates[pgxactoff] ("dense"; nullptr for "pgxact", whose PGXACT nxids and
   // overflowed bytes are not kept up to date: its snapshots never read them).
-  typename P::template Atomic<uint16_t>* subxid_status_slot(const Proc<P>& me) {
+  PlainWord<P, uint16_t>* subxid_status_slot(const Proc<P>& me) {
     return form_ == SnapshotForm::kDense ? &subxid_states_[me.id.value] : nullptr;
   }
   uint32_t advertised_xid(uint32_t client) const {
@@ -399,7 +402,7 @@ class ProcArray {
   // running entries as runs of their own: the same lines and the same number of reads as the
   // loop, in the order line by line rather than entry by entry.
   uint32_t scan_dense(Proc<P>& me, Xid xmax) {
-    using XidSlot = typename P::template Atomic<uint32_t>;
+    using XidSlot = PlainWord<P, uint32_t>;
     constexpr uint32_t kXidsPerLine = 64 / sizeof(XidSlot);
     static_assert(64 % sizeof(XidSlot) == 0 && sizeof(XidSlot) == sizeof(uint32_t));
     uint32_t running = 0;
@@ -437,7 +440,7 @@ class ProcArray {
 
   // PGXACT (9.2-13): xid 4, xmin 4, vacuumFlags/overflowed/delayChkpt/nxids 1 each = 12 bytes.
   struct PgXact {
-    typename P::template Atomic<uint32_t> xid{0};
+    PlainWord<P, uint32_t> xid{0};
     typename P::template Shared<uint32_t> xmin{0};  // not modelled beyond its place in the line
     typename P::template Shared<uint32_t> flags{0};
   };
@@ -479,10 +482,9 @@ class ProcArray {
   std::vector<Padded> counters_ = std::vector<Padded>(procs_.size());
   PgXactArray pgxact_{procs_.size()};
   // "dense": ProcGlobal->xids, ->subxidStates, ->statusFlags, each from a line boundary.
-  AlignedArray<typename P::template Atomic<uint32_t>> xids_ =
-      make_aligned_array<typename P::template Atomic<uint32_t>>(procs_.size());
-  AlignedArray<typename P::template Atomic<uint16_t>> subxid_states_ =
-      make_aligned_array<typename P::template Atomic<uint16_t>>(procs_.size());
+  AlignedArray<PlainWord<P, uint32_t>> xids_ = make_aligned_array<PlainWord<P, uint32_t>>(procs_.size());
+  AlignedArray<PlainWord<P, uint16_t>> subxid_states_ =
+      make_aligned_array<PlainWord<P, uint16_t>>(procs_.size());
   AlignedArray<typename P::template Shared<uint8_t>> status_flags_ =
       make_aligned_array<typename P::template Shared<uint8_t>>(procs_.size());
   std::vector<LastSnapshot> last_ = std::vector<LastSnapshot>(procs_.size());

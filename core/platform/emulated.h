@@ -14,13 +14,15 @@
 //   EmulatedPlatform<Base, kEmulateAtomics, kSemaphoreSpinlocks> forwards everything to Base
 //   (Shared, Semaphore, time, copy, work, barriers: "barriers stay real") except:
 //   - Atomic<T> (kEmulateAtomics): the value lives in a Base::Atomic<T>. Reads are plain loads
-//     (pg_atomic_read_* takes no lock). Every write, exchange, CAS (strong) and fetch-op takes one
-//     of kNumAtomicsLocks = 64 pool spinlocks chosen by a hash of the atomic's address, does the
-//     read-modify-write, and releases it (pg_atomic_write_* takes the lock too, so that a
-//     concurrent CAS cannot miss the write). wait_while_eq spins on plain loads.
-//     The pool spinlock is, like the slock_t PostgreSQL embeds in each emulated atomic, a native
-//     TAS word (Base atomics, lock xchg + PAUSE) or, with kSemaphoreSpinlocks, one of the 64
-//     "atomics semaphores" (a trylock). It is taken with the s_lock backoff (AtomicsPoolLock).
+//     (pg_atomic_read_* takes no lock). Every write, exchange, CAS (strong) and fetch-op takes the
+//     atomic's spinlock, does the read-modify-write with a plain store of the value, and releases
+//     it (pg_atomic_write_* takes the lock too, so that a concurrent CAS cannot miss the write).
+//     wait_while_eq spins on plain loads. The spinlock is what PostgreSQL's pg_atomic_init_*
+//     makes of the atomic's `sema` field: with native spinlocks a TAS word embedded before the
+//     value, in the same cache line (SpinLockInit; Base atomics, lock xchg + PAUSE:
+//     EmbeddedAtomicLock), so an uncontended emulated atomic costs one line transfer like a native
+//     one; with kSemaphoreSpinlocks one of the 64 "atomics semaphores" (s_init_lock_sema(lock,
+//     nested = true), a trylock: AtomicsSemaphoreLock). Either is taken with the s_lock backoff.
 //   - SpinLockWord (the slock_t hook of core/locks/spinlock.h): with kSemaphoreSpinlocks a
 //     SemaphoreSpinLockWord: the word is an index into 128 pooled PgSemaphores assigned
 //     round-robin at construction, so unrelated spinlocks may share one; TAS = try_wait, S_UNLOCK =
@@ -37,15 +39,15 @@
 //   (SimPools below, kept in Simulation::layer_state), so simulations on different OS threads
 //   (`walbench run -j N`) share nothing and every simulation starts from fresh pools. Pool
 //   entries are assigned round-robin in first-use order within the simulation, for spinlocks
-//   (PostgreSQL: round-robin at SpinLockInit) and for atomics alike (not by address: addresses
-//   differ between runs, first-use order does not), so a run is a pure function of its seed.
-//   The pool locks' s_lock state (spins_per_delay, the backoff's random draws) is per fiber,
+//   (PostgreSQL: round-robin at SpinLockInit) and for the atomics semaphores alike (not by
+//   address: addresses differ between runs, first-use order does not), so a run is a pure
+//   function of its seed. The atomic locks' s_lock state (spins_per_delay, the backoff's random draws) is per fiber,
 //   i.e. per simulated backend. Spin loops on semaphores execute no PAUSE: each failed trylock
 //   charges SimConfig::semaphore_trylock_ns (SimPlatform::spin_no_pause) and parks like any
 //   spinner. Semaphore costs are those of the line the sem_t lives on: trylock = load + CAS
 //   (lock cmpxchg), post = lock xadd, no system call (no waiter ever sleeps on them).
 //   Outside a simulation (model construction, the end-of-run flush, Simulation::Uncharged) the
-//   model is single-threaded: emulated atomics skip their pool lock, and a semaphore spinlock
+//   model is single-threaded: emulated atomics skip their lock, and a semaphore spinlock
 //   keeps a plain held flag.
 //
 //   PgSemaphore: PostgreSQL's PGSemaphore on Linux is an unnamed POSIX sem_t (since PG 10), and
@@ -59,14 +61,23 @@
 //   PostgreSQL's --disable-spinlocks build does not have).
 //
 // DEVIATIONS FROM POSTGRESQL (deliberate, and why)
-//   - PostgreSQL embeds one slock_t in every emulated atomic (same cache line as the value); we
-//     use a pool of 64 chosen by address (each on its own 128-byte line), so that
-//     P::Atomic<T> keeps its size (xlblocks arrays, Proc layout) and an atomic costs one extra
-//     line transfer. Two unrelated atomics may hash to the same pool lock (false contention,
-//     never deadlock: a pool lock is never held across another atomic operation, EA2).
-//     With semaphore spinlocks PostgreSQL assigns the 64 atomics semaphores round-robin; we
-//     pick them by address too (same pool size, same sharing rate).
-//   - The pool lock's s_lock backoff keeps its spins_per_delay per OS thread (one thread per
+//   - With semaphore spinlocks PostgreSQL assigns the 64 atomics semaphores round-robin at
+//     pg_atomic_init_*; on threads we pick them by address (same pool size, same sharing rate:
+//     two unrelated atomics may share one, false contention but never deadlock, EA2), so that an
+//     emulated atomic keeps the size of a native one. (Until 2026-12-05 the native-spinlock form
+//     used a pool of 64 TAS words too, one line apart from every value: an extra line transfer
+//     per atomic operation and false contention that PostgreSQL's embedded slock_t does not have.)
+//   - Two kinds of word escape the embedded lock (platform.h): CompactAtomic (an atomic whose
+//     layout fixes its size: lockfree_reserve's xl_prev slots overlaid on WAL page bytes and its
+//     16-byte hash-table entries, a proposal with no --disable-atomics form) takes a lock from
+//     a pool of 64 TAS words instead (an extra line per operation, false sharing between
+//     atomics 64 first uses apart); PlainWord (ProcArray's xids and subxid states, plain
+//     TransactionIds in PostgreSQL kept atomic here only for race-free threads) is never
+//     emulated. Other model atomics that stand for plain PostgreSQL variables are still emulated.
+//   - An emulated atomic with native spinlocks is 16 bytes, aligned to 16 (PostgreSQL's
+//     pg_atomic_uint64 is 16 bytes aligned to 8, so its lock and value may, rarely, straddle two
+//     lines; ours never do, which keeps line sharing independent of where objects land).
+//   - The atomic lock's s_lock backoff keeps its spins_per_delay per OS thread (one thread per
 //     client on threads) instead of in the client's LockLocal (an atomic operation has no Proc),
 //     and does not publish a wait event or count statistics while it sleeps.
 //   - On threads, pools are process-wide (PostgreSQL's live in one cluster's shared memory),
@@ -77,19 +88,19 @@
 // SHARED STATE (threads: process-wide, per Base; sim: the same sets in each simulation's SimPools)
 //   spinlock_semaphores()   128 PgSemaphores, count 1 = free / 0 = taken; moved only by the
 //                           TAS (try_wait) of a SemaphoreSpinLockWord and the holder's post.
-//   atomics_semaphores()    64 PgSemaphores, the same, for AtomicsPoolLock (semaphores).
-//   atomics_tas_locks()     64 TasSpinLockWord<Base>, for AtomicsPoolLock (native TAS).
-//   EmulatedAtomic::v_      Base::Atomic<T>: written only with its pool lock held; read by anyone.
+//   atomics_semaphores()    64 PgSemaphores, the same, for AtomicsSemaphoreLock.
+//   EmulatedAtomic::sema_   native spinlocks: the TAS word embedded in the atomic (its line).
+//   EmulatedAtomic::v_      Base::Atomic<T>: written only with its lock held; read by anyone.
 //   Round-robin counter     std::atomic (construction-time bookkeeping, not modelled memory);
 //                           on the sim SimPools' first-use maps (plain: one OS thread).
 //
 // INVARIANTS (tests cite them)
 //   EA1 Every write, exchange, CAS and fetch-op of an EmulatedAtomic happens with the atomic's
-//       pool lock held, so they are totally ordered and none is lost (fetch_add totals are exact;
+//       lock (embedded TAS word or atomics semaphore) held, so they are totally ordered and none is lost (fetch_add totals are exact;
 //       CAS succeeds iff the value equals `expected` under the lock).
-//   EA2 A pool lock is a leaf: nothing is taken, waited on or posted while it is held, except the
-//       value's own Base operations. Hence an atomic operation done while holding any spinlock
-//       or LWLock wait-list lock cannot self-deadlock, and pool locks never nest.
+//   EA2 An atomic's lock is a leaf: nothing is taken, waited on or posted while it is held,
+//       except the value's own Base operations. Hence an atomic operation done while holding any
+//       spinlock or LWLock wait-list lock cannot self-deadlock, and atomic locks never nest.
 //   EA3 Semaphore spinlocks and the atomics pool use disjoint semaphore sets (128 + 64), so a
 //       client holding a semaphore spinlock never waits for its own semaphore inside an atomic
 //       operation (PostgreSQL's reason for NUM_ATOMICS_SEMAPHORES).
@@ -123,7 +134,6 @@ namespace walbench {
 
 constexpr uint32_t kNumSpinlockSemaphores = 128;  // NUM_SPINLOCK_SEMAPHORES
 constexpr uint32_t kNumAtomicsSemaphores = 64;    // NUM_ATOMICS_SEMAPHORES
-constexpr uint32_t kNumAtomicsLocks = kNumAtomicsSemaphores;  // pool size for emulated atomics
 
 // An unnamed POSIX semaphore as glibc implements it, for trylock/post use only (see DESIGN
 // SUMMARY): the count in a Base::Atomic. try_wait = sem_trywait (read; CAS down if non-zero);
@@ -171,9 +181,9 @@ inline uint32_t pool_index(const void* p) {
   const uint64_t a = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)) >> 3;
   return static_cast<uint32_t>((a * 0x9E3779B97F4A7C15ULL) >> 58);  // top 6 bits: 0..63
 }
-static_assert(kNumAtomicsLocks == 64, "pool_index() yields 6 bits");
+static_assert(kNumAtomicsSemaphores == 64, "pool_index() yields 6 bits");
 
-// s_lock()'s per-backend state for pool locks, kept per OS thread (see DEVIATIONS).
+// s_lock()'s per-backend state for the locks of emulated atomics, kept per OS thread (see DEVIATIONS).
 struct PoolSpinLocal {
   int32_t spins_per_delay = kDefaultSpinsPerDelay;
   uint64_t rng = 0x2545F4914F6CDD1DULL;
@@ -186,10 +196,10 @@ struct PoolSpinLocal {
 };
 inline thread_local PoolSpinLocal tl_pool_spin;
 
-// S_LOCK on a pool word without a Proc: TAS, else s_lock(): TAS_SPIN + perform_spin_delay with
+// S_LOCK on an emulated atomic's lock word without a Proc: TAS, else s_lock(): TAS_SPIN + perform_spin_delay with
 // PostgreSQL's constants, then finish_spin_delay. Aborts after NUM_DELAYS sleeps (stuck).
 template <class Base, class Word>
-void pool_lock(Word& w, PoolSpinLocal& local) {
+void atomic_lock_acquire(Word& w, PoolSpinLocal& local) {
   if (w.tas() == 0) return;  // EA1
   int32_t spins = 0;
   uint32_t delays = 0;
@@ -198,7 +208,7 @@ void pool_lock(Word& w, PoolSpinLocal& local) {
     Word::delay();
     if (++spins >= local.spins_per_delay) {
       if (++delays > kNumDelays) {
-        std::fprintf(stderr, "stuck spinlock detected (emulated atomic's pool lock)\n");
+        std::fprintf(stderr, "stuck spinlock detected (emulated atomic's lock)\n");
         std::fflush(stderr);
         std::abort();
       }
@@ -233,7 +243,7 @@ emulation_detail::SemaphoreSet<Base, kNumAtomicsSemaphores>& atomics_semaphores(
 }
 template <class Base>
 emulation_detail::Padded<TasSpinLockWord<Base>>* atomics_tas_locks() {
-  static emulation_detail::Padded<TasSpinLockWord<Base>> locks[kNumAtomicsLocks];
+  static emulation_detail::Padded<TasSpinLockWord<Base>> locks[kNumAtomicsSemaphores];
   return locks;
 }
 
@@ -255,7 +265,7 @@ template <class Base>
 struct SimPools {
   SemaphoreSet<Base, kNumSpinlockSemaphores> spinlock_sems;
   SemaphoreSet<Base, kNumAtomicsSemaphores> atomics_sems;
-  Padded<TasSpinLockWord<Base>> atomics_tas[kNumAtomicsLocks];
+  Padded<TasSpinLockWord<Base>> atomics_tas[kNumAtomicsSemaphores];  // CompactAtomic's pool
   // First-use round-robin assignment (lookups only: no result depends on the map's order).
   std::unordered_map<const void*, uint32_t> spinlock_slot, atomic_slot;
   uint32_t next_spinlock = 0, next_atomic = 0;
@@ -268,7 +278,7 @@ struct SimPools {
   }
   uint32_t atomic_index(const void* atomic) {
     auto [it, fresh] = atomic_slot.try_emplace(atomic, next_atomic);
-    if (fresh) next_atomic = (next_atomic + 1) % kNumAtomicsLocks;
+    if (fresh) next_atomic = (next_atomic + 1) % kNumAtomicsSemaphores;
     return it->second;
   }
   PoolSpinLocal& local(const Simulation& sim) {
@@ -357,8 +367,10 @@ class SemaphoreSpinLockWord {
   bool held_outside_ = false;  // sim, outside a simulation only (single-threaded there)
 };
 
-// The spinlock behind an emulated atomic: chosen from a pool of 64 by the atomic's address.
-// (On the sim: the simulation's pools, first-use round-robin; no lock outside a simulation.)
+// The lock of a pooled emulated atomic: one of 64, chosen by the atomic's address on threads and
+// in first-use round-robin on the sim (no lock outside a simulation). With semaphore spinlocks
+// the 64 atomics semaphores (s_init_lock_sema(lock, nested = true)), as for every emulated
+// atomic; with native spinlocks 64 TAS words, for the CompactAtomic form only (see DEVIATIONS).
 template <class Base, bool kSemaphores>
 struct AtomicsPoolLock {
   static constexpr bool kSim = emulation_detail::kSimBase<Base>;
@@ -378,17 +390,17 @@ struct AtomicsPoolLock {
       emulation_detail::PoolSpinLocal& local = pools.local(*sim);
       if constexpr (kSemaphores) {
         SemWord w{&pools.atomics_sems[i]};
-        emulation_detail::pool_lock<Base>(w, local);
+        emulation_detail::atomic_lock_acquire<Base>(w, local);
       } else {
-        emulation_detail::pool_lock<Base>(pools.atomics_tas[i].value, local);
+        emulation_detail::atomic_lock_acquire<Base>(pools.atomics_tas[i].value, local);
       }
     } else {
       const uint32_t i = emulation_detail::pool_index(atomic);
       if constexpr (kSemaphores) {
         SemWord w{&atomics_semaphores<Base>()[i]};
-        emulation_detail::pool_lock<Base>(w, emulation_detail::tl_pool_spin);
+        emulation_detail::atomic_lock_acquire<Base>(w, emulation_detail::tl_pool_spin);
       } else {
-        emulation_detail::pool_lock<Base>(atomics_tas_locks<Base>()[i].value,
+        emulation_detail::atomic_lock_acquire<Base>(atomics_tas_locks<Base>()[i].value,
                                           emulation_detail::tl_pool_spin);
       }
     }
@@ -413,16 +425,57 @@ struct AtomicsPoolLock {
   }
 };
 
+// The slock_t an emulated atomic embeds when spinlocks are native (SpinLockInit(&ptr->sema)):
+// a TAS word in the atomic's own cache line, taken with the s_lock backoff. On the sim it is
+// skipped outside a simulation (single-threaded there), like the semaphore form.
+template <class Base>
+class EmbeddedAtomicLock {
+  static constexpr bool kSim = emulation_detail::kSimBase<Base>;
+
+ public:
+  void lock() {
+    if constexpr (kSim) {
+      Simulation* sim = Simulation::current();
+      if (sim == nullptr) return;
+      emulation_detail::atomic_lock_acquire<Base>(word_, emulation_detail::sim_pools<Base>(*sim).local(*sim));
+    } else {
+      emulation_detail::atomic_lock_acquire<Base>(word_, emulation_detail::tl_pool_spin);
+    }
+  }
+  void unlock() {
+    if constexpr (kSim) {
+      if (Simulation::current() == nullptr) return;
+    }
+    word_.unlock();
+  }
+
+ private:
+  TasSpinLockWord<Base> word_;
+};
+
 // pg_atomic_* under --disable-atomics (atomics.c): a plain read, or the operation under the
-// atomic's (pool) spinlock. EA1, EA2.
-template <class Base, class T, bool kSemaphores>
-class EmulatedAtomic {
-  using Lock = AtomicsPoolLock<Base, kSemaphores>;
+// atomic's spinlock: embedded before the value, as PostgreSQL's `sema` field is, when spinlocks
+// are native; one of the 64 atomics semaphores when they are not; one of 64 pooled TAS words for
+// the CompactAtomic form (kPooled: native size, see DEVIATIONS). The value is written with a
+// plain store inside the lock (`ptr->value = ...`): the unlock's release orders it. EA1, EA2.
+// The embedded form is aligned to its size so that lock and value always share a line.
+template <class Base, class T, bool kSemaphores, bool kPooled = false>
+class alignas(kSemaphores || kPooled ? alignof(typename Base::template Atomic<T>) : 16)
+    EmulatedAtomic {
+  static constexpr bool kEmbedded = !kSemaphores && !kPooled;
+  using Pool = AtomicsPoolLock<Base, kSemaphores>;
   struct Guard {
-    const void* a;
-    explicit Guard(const void* p) : a(p) { Lock::lock(a); }
-    ~Guard() { Lock::unlock(a); }
+    EmulatedAtomic* a;
+    explicit Guard(EmulatedAtomic* p) : a(p) {
+      if constexpr (kEmbedded) a->sema_.lock();
+      else Pool::lock(a);
+    }
+    ~Guard() {
+      if constexpr (kEmbedded) a->sema_.unlock();
+      else Pool::unlock(a);
+    }
   };
+  struct NoEmbeddedLock {};
 
  public:
   EmulatedAtomic() = default;
@@ -448,7 +501,7 @@ class EmulatedAtomic {
       expected = cur;
       return false;
     }
-    v_.store(desired);
+    v_.store(desired, std::memory_order_release);
     return true;
   }
   T wait_while_eq(T v) const { return v_.wait_while_eq(v); }  // plain reads
@@ -458,9 +511,11 @@ class EmulatedAtomic {
   T rmw(F f) {
     Guard g(this);
     const T old = v_.load();
-    v_.store(f(old));
+    v_.store(f(old), std::memory_order_release);
     return old;
   }
+  [[no_unique_address]] std::conditional_t<kEmbedded, EmbeddedAtomicLock<Base>, NoEmbeddedLock>
+      sema_;
   typename Base::template Atomic<T> v_{};
 };
 
@@ -476,6 +531,14 @@ struct EmulatedPlatform {
   template <class T>
   using Atomic = std::conditional_t<kEmulateAtomics, EmulatedAtomic<Base, T, kSemaphoreSpinlocks>,
                                     typename Base::template Atomic<T>>;
+  // platform.h CompactAtomic: an emulated atomic of native size (a pooled lock).
+  template <class T>
+  using CompactAtomic =
+      std::conditional_t<kEmulateAtomics, EmulatedAtomic<Base, T, kSemaphoreSpinlocks, true>,
+                         typename Base::template Atomic<T>>;
+  // platform.h PlainWord: what PostgreSQL declares plain is never emulated.
+  template <class T>
+  using PlainWord = typename Base::template Atomic<T>;
   template <class T>
   using Shared = typename Base::template Shared<T>;
   using Semaphore = typename Base::Semaphore;

@@ -35,8 +35,12 @@ static_assert(std::is_same_v<SpinLockWordT<EmuSpinlocks>, SemaphoreSpinLockWord<
 static_assert(std::is_same_v<SpinLockWordT<EmuBoth>, SemaphoreSpinLockWord<ThreadsPlatform>>);
 static_assert(std::is_same_v<SpinLockWordT<ThreadsPlatform>, TasSpinLockWord<ThreadsPlatform>>);
 static_assert(std::is_same_v<EmuSpinlocks::Atomic<uint64_t>, ThreadsPlatform::Atomic<uint64_t>>);
-// An emulated atomic keeps the size of a native one (the lock is in a pool, not embedded).
+// With semaphore spinlocks an emulated atomic keeps the size of a native one (its semaphore is
+// one of a pool); with native spinlocks it embeds its TAS word, lock and value in one 16-byte
+// aligned block, so they always share a cache line.
 static_assert(sizeof(EmuBoth::Atomic<uint64_t>) == sizeof(ThreadsPlatform::Atomic<uint64_t>));
+static_assert(sizeof(EmuAtomics::Atomic<uint64_t>) == 16 && alignof(EmuAtomics::Atomic<uint64_t>) == 16);
+static_assert(sizeof(EmuAtomics::Atomic<uint32_t>) == 16 && alignof(EmuAtomics::Atomic<uint32_t>) == 16);
 
 constexpr int kThreads = 6;  // more than the 2 cores CI has
 
@@ -200,9 +204,9 @@ TEMPLATE_TEST_CASE("atomics nested inside spinlocks never self-deadlock", "[emul
     locks.push_back(std::make_unique<SpinLock<P>>(WaitEvent::kTestLock, fast_spin()));
   constexpr size_t kAtomics = 1024;
   auto atomics = std::make_unique<typename P::template Atomic<uint64_t>[]>(kAtomics);
-  std::vector<bool> pool_hit(kNumAtomicsLocks, false);
+  std::vector<bool> pool_hit(kNumAtomicsSemaphores, false);
   for (size_t i = 0; i < kAtomics; ++i) pool_hit[emulation_detail::pool_index(&atomics[i])] = true;
-  CHECK(std::count(pool_hit.begin(), pool_hit.end(), true) == kNumAtomicsLocks);
+  CHECK(std::count(pool_hit.begin(), pool_hit.end(), true) == kNumAtomicsSemaphores);
 
   std::atomic<bool> done{false};
   std::thread worker([&] {
@@ -384,7 +388,8 @@ TEST_CASE("emulations on the sim cost more than native: a trylock is a load and 
   // transfers. Under heavy contention the semaphore version may be the faster one in the model
   // (its spinners execute no PAUSE, so they notice a release sooner) until its short spin
   // budget runs out and s_lock sleeps 1 ms.
-  // Emulated atomics: each fetch_add also takes and frees a pool lock (two more line accesses).
+  // Emulated atomics: each fetch_add also takes and frees the atomic's lock (two more accesses,
+  // to the atomic's own line with native spinlocks, to an atomics semaphore's with both).
   const uint64_t native = handoff_sim<SimPlatform>();
   const uint64_t sema = handoff_sim<SimEmuSpinlocks>();
   const uint64_t atomics = handoff_sim<SimEmuAtomics>();
@@ -450,6 +455,80 @@ TEST_CASE("semaphore spinlocks on the sim: first-use round-robin, plain outside 
   REQUIRE(sim.run().finished());
   CHECK(shared);
   CHECK(distinct);  // lock 128 shares semaphore 0 with lock 0 (EA4), lock 1 does not
+}
+
+namespace {
+
+// Two fibers on two cores of one socket, each doing 500 fetch_adds on an atomic of its own,
+// after 64 other atomics were used (so that a first-use round-robin pool of 64 would give the
+// two the same lock). Returns the line transfers between cores, and the lines fetched from
+// memory by one fetch_add on a fresh atomic.
+struct OwnAtomicsRun {
+  uint64_t core_transfers = 0;
+  uint64_t fresh_fetches = 0;
+  uint64_t total = 0;
+};
+template <class P>
+OwnAtomicsRun own_atomics_sim() {
+  struct alignas(64) Slot {
+    typename P::template Atomic<uint64_t> a{0};
+  };
+  auto slots = std::make_unique<Slot[]>(66);
+  SimConfig cfg;
+  cfg.cores = 2;
+  cfg.sockets = 1;
+  OwnAtomicsRun r;
+  {
+    Simulation sim(cfg, 1);
+    sim.spawn([&] { slots[65].a.fetch_add(1); }, "fresh");
+    const SimOutcome o = sim.run();
+    REQUIRE(o.finished());
+    r.fresh_fetches = o.counters.memory_fetches;
+  }
+  Simulation sim(cfg, 1);
+  sim.spawn([&] {
+    for (int i = 0; i < 64; ++i) slots[i].a.fetch_add(1);  // round-robin slots 0..63
+    P::work(1000);
+    for (int k = 0; k < 500; ++k) {
+      slots[0].a.fetch_add(1);
+      P::work(100);
+    }
+  }, "a");
+  sim.spawn([&] {
+    P::work(20000);  // after the first fiber used the 64 (memory fetches: ~7 us)
+    for (int k = 0; k < 500; ++k) {
+      slots[64].a.fetch_add(1);
+      P::work(100);
+    }
+  }, "b");
+  const SimOutcome o = sim.run();
+  REQUIRE(o.finished());
+  r.core_transfers = o.counters.cluster_transfers + o.counters.socket_transfers +
+                     o.counters.cross_socket_transfers;
+  for (int i = 0; i < 65; ++i) r.total += slots[i].a.load();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("emulated atomics with native spinlocks: the lock lives in the atomic's own line",
+          "[emulation][sim]") {
+  // PostgreSQL's pg_atomic_init_* does SpinLockInit(&ptr->sema) on the atomic's own field: an
+  // emulated atomic costs no extra line and unrelated atomics never contend. With semaphore
+  // spinlocks too, the 64 atomics semaphores are shared round-robin: atomics 0 and 64 share one.
+  const OwnAtomicsRun native = own_atomics_sim<SimPlatform>();
+  const OwnAtomicsRun embedded = own_atomics_sim<SimEmuAtomics>();
+  const OwnAtomicsRun both = own_atomics_sim<SimEmuBoth>();
+  INFO("core-to-core transfers: native " << native.core_transfers << ", embedded "
+       << embedded.core_transfers << ", both " << both.core_transfers);
+  CHECK(native.total == 64 + 1000);
+  CHECK(embedded.total == native.total);  // EA1
+  CHECK(both.total == native.total);
+  CHECK(embedded.fresh_fetches == native.fresh_fetches);  // one line: lock and value together
+  CHECK(both.fresh_fetches > native.fresh_fetches);       // the semaphore's line as well
+  CHECK(native.core_transfers == 0);
+  CHECK(embedded.core_transfers == 0);  // no false sharing through a pool
+  CHECK(both.core_transfers > 0);       // the shared semaphore moves between the cores
 }
 
 }  // namespace walbench

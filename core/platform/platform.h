@@ -114,6 +114,39 @@ constexpr bool runs_in_virtual_time() {
   else return std::string_view(P::name) == "sim";
 }
 
+// Two kinds of shared word that a primitive emulation (core/platform/emulated.h) treats apart
+// from P::Atomic; on every other platform both are P::Atomic<T> itself.
+// - PlainWord<P, T>: a variable PostgreSQL declares plain (ProcGlobal->xids, PGXACT.xid,
+//   subxidStates: TransactionId and friends, written under ProcArrayLock) that the model keeps
+//   in an atomic only so that real threads are race-free: --disable-atomics never touches it.
+// - CompactAtomic<P, T>: an atomic whose size a layout fixes (a word overlaid on WAL page bytes,
+//   16-byte hash-table entries): emulated with a lock from a pool of 64 chosen by address, where
+//   P::Atomic embeds its lock (and grows to 16 bytes).
+namespace platform_detail {
+template <class P, class T>
+struct PlainWordOf {
+  using type = typename P::template Atomic<T>;
+};
+template <class P, class T>
+  requires requires { typename P::template PlainWord<T>; }
+struct PlainWordOf<P, T> {
+  using type = typename P::template PlainWord<T>;
+};
+template <class P, class T>
+struct CompactAtomicOf {
+  using type = typename P::template Atomic<T>;
+};
+template <class P, class T>
+  requires requires { typename P::template CompactAtomic<T>; }
+struct CompactAtomicOf<P, T> {
+  using type = typename P::template CompactAtomic<T>;
+};
+}  // namespace platform_detail
+template <class P, class T>
+using PlainWord = typename platform_detail::PlainWordOf<P, T>::type;
+template <class P, class T>
+using CompactAtomic = typename platform_detail::CompactAtomicOf<P, T>::type;
+
 // Work the real code does without a P operation (the CRC of a record's payload) is charged to
 // virtual time on platforms that model it.
 template <class P>

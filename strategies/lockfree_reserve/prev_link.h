@@ -223,15 +223,16 @@ class PrevLinkTable {
   static constexpr uint64_t kEmpty = ~uint64_t{0};
   static constexpr uint64_t kLockBit = 1;
 
+  // CompactAtomic (platform.h): the entries keep 16 bytes under --disable-atomics too.
   struct Entry64 {
-    typename P::template Atomic<uint64_t> key{kLockBit};  // T1: empty => locked
-    typename P::template Atomic<uint64_t> value{kEmpty};
+    CompactAtomic<P, uint64_t> key{kLockBit};  // T1: empty => locked
+    CompactAtomic<P, uint64_t> value{kEmpty};
   };
   struct Entry32 {
-    typename P::template Atomic<uint32_t> key32{0};
-    typename P::template Atomic<uint32_t> hi{0};
-    typename P::template Atomic<uint32_t> dist{0};  // 0 empty, odd owned (T1)
-    typename P::template Atomic<uint32_t> pad{0};
+    CompactAtomic<P, uint32_t> key32{0};
+    CompactAtomic<P, uint32_t> hi{0};
+    CompactAtomic<P, uint32_t> dist{0};  // 0 empty, odd owned (T1)
+    CompactAtomic<P, uint32_t> pad{0};
   };
   using Entry = std::conditional_t<kOffset, Entry32, Entry64>;
   static_assert(sizeof(Entry) == 16, "16-byte entries, four to a cache line");
@@ -450,9 +451,9 @@ class PrevLinks {
   }
 
  private:
-  using Word = typename P::template Atomic<uint64_t>;
+  using Word = CompactAtomic<P, uint64_t>;  // platform.h: no lock embedded under --disable-atomics
   static_assert(sizeof(Word) == sizeof(uint64_t) && alignof(Word) <= 8,
-                "a P::Atomic<uint64_t> must overlay 8 page bytes (xl_prev slot)");
+                "a CompactAtomic<P, uint64_t> must overlay 8 page bytes (xl_prev slot)");
 
   struct alignas(64) ClientState {  // owner only
     Lsn cap = kMaxLsn;  // I4: advertise at most this
