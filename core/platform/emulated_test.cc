@@ -41,6 +41,15 @@ static_assert(std::is_same_v<EmuSpinlocks::Atomic<uint64_t>, ThreadsPlatform::At
 static_assert(sizeof(EmuBoth::Atomic<uint64_t>) == sizeof(ThreadsPlatform::Atomic<uint64_t>));
 static_assert(sizeof(EmuAtomics::Atomic<uint64_t>) == 16 && alignof(EmuAtomics::Atomic<uint64_t>) == 16);
 static_assert(sizeof(EmuAtomics::Atomic<uint32_t>) == 16 && alignof(EmuAtomics::Atomic<uint32_t>) == 16);
+// platform.h: a CompactAtomic keeps the native size under emulation (its lock is pooled); a
+// PlainWord (what PostgreSQL declares plain) is never emulated; both are P::Atomic elsewhere.
+static_assert(sizeof(CompactAtomic<EmuAtomics, uint64_t>) == sizeof(uint64_t));
+static_assert(!std::is_same_v<CompactAtomic<EmuAtomics, uint64_t>, ThreadsPlatform::Atomic<uint64_t>>);
+static_assert(std::is_same_v<PlainWord<EmuAtomics, uint32_t>, ThreadsPlatform::Atomic<uint32_t>>);
+static_assert(std::is_same_v<PlainWord<EmuBoth, uint32_t>, ThreadsPlatform::Atomic<uint32_t>>);
+static_assert(std::is_same_v<PlainWord<ThreadsPlatform, uint32_t>, ThreadsPlatform::Atomic<uint32_t>>);
+static_assert(std::is_same_v<CompactAtomic<ThreadsPlatform, uint64_t>, ThreadsPlatform::Atomic<uint64_t>>);
+static_assert(std::is_same_v<CompactAtomic<EmuSpinlocks, uint64_t>, ThreadsPlatform::Atomic<uint64_t>>);
 
 constexpr int kThreads = 6;  // more than the 2 cores CI has
 
