@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/platform/platform.h"
 #include "core/trace.h"
 #include "core/wal/types.h"
 
@@ -156,7 +157,10 @@ struct alignas(64) Proc {
 
   // LWLock wait queue (protected by the wait-list lock of the lock this client is queued on;
   // lw_waiting is atomic because the waker clears it after releasing that lock).
-  typename P::template Atomic<uint32_t> lw_waiting{kNotWaiting};
+  // The PlainWords below are plain variables in PostgreSQL (atomic here only so that real threads
+  // are race-free): --disable-atomics leaves them alone (core/platform/platform.h); clog_group_next
+  // and pa_group_next are pg_atomic_uint32 there and stay P::Atomic.
+  PlainWord<P, uint32_t> lw_waiting{kNotWaiting};  // lwWaiting: plain in PostgreSQL
   typename P::template Shared<uint32_t> lw_wait_mode{kLwExclusive};
   typename P::template Shared<int32_t> lw_next{kNoProc};
   typename P::template Shared<int32_t> lw_prev{kNoProc};
@@ -170,7 +174,7 @@ struct alignas(64) Proc {
   // publishes the member and before its next writes by clog_group_member. xid is an atomic
   // because GetSnapshotData reads every client's under ProcArrayLock shared while its owner
   // sets it under XidGenLock only (PostgreSQL relies on 4-byte stores being atomic there).
-  typename P::template Atomic<uint32_t> xid{0};           // MyPgXact->xid; 0 = none
+  PlainWord<P, uint32_t> xid{0};                   // MyPgXact->xid; 0 = none
   typename P::template Shared<uint32_t> nsubxids{0};      // cached subxids (<= kMaxCachedSubxids)
   typename P::template Shared<uint32_t> subxids_overflowed{0};  // more than the cache holds
   std::array<typename P::template Shared<uint32_t>, kMaxCachedSubxids> subxids{};
@@ -180,17 +184,17 @@ struct alignas(64) Proc {
   // owner before it pushes itself on the group list and read by the leader; clog_group_page is
   // also read by a client that checks the list head's page (an atomic: that read races with the
   // head's owner starting its next transaction, as the plain read does in PostgreSQL).
-  typename P::template Atomic<uint32_t> clog_group_member{0};           // clogGroupMember
+  PlainWord<P, uint32_t> clog_group_member{0};                          // clogGroupMember
   typename P::template Atomic<uint32_t> clog_group_next{kInvalidProcNo};  // clogGroupNext
   typename P::template Shared<uint32_t> clog_group_xid{0};              // clogGroupMemberXid
   typename P::template Shared<uint32_t> clog_group_status{0};           // clogGroupMemberXidStatus
-  typename P::template Atomic<uint32_t> clog_group_page{0};             // clogGroupMemberPage
+  PlainWord<P, uint32_t> clog_group_page{0};                            // clogGroupMemberPage
   typename P::template Shared<uint64_t> clog_group_lsn{0};              // clogGroupMemberLsn
 
   // ProcArray group clear (9.6, 0e141c0fbb, PGPROC procArrayGroup*; protocol block in
   // core/clog/proc_array.h). latest_xid is written by the owner before it pushes itself on the
   // group list and read by the leader after it detached the list.
-  typename P::template Atomic<uint32_t> pa_group_member{0};               // procArrayGroupMember
+  PlainWord<P, uint32_t> pa_group_member{0};                              // procArrayGroupMember
   typename P::template Atomic<uint32_t> pa_group_next{kInvalidProcNo};    // procArrayGroupNext
   typename P::template Shared<uint32_t> pa_group_latest_xid{0};           // procArrayGroupMemberXid
 

@@ -222,7 +222,7 @@ TEST_CASE("emulated primitives cost virtual time: contended sim cells are slower
           "[emulation][sim]") {
   // insert_locks as in PG 15 (waitlist), 48 clients on 16 simulated cores, small records, no
   // client work: the insertion locks' state words, insertingAt and insertpos_lck are hot. Every
-  // emulation pays for it: pool locks around each atomic RMW, trylocks (a load and a CAS) and
+  // emulation pays for it: a spinlock around each atomic RMW, trylocks (a load and a CAS) and
   // PAUSE-less spinning that runs out of its spin budget and sleeps 1 ms.
   auto tps = [](const char* atomics, const char* spinlocks) {
     CellSpec spec;

@@ -71,12 +71,23 @@
 //     layout fixes its size: lockfree_reserve's xl_prev slots overlaid on WAL page bytes and its
 //     16-byte hash-table entries, a proposal with no --disable-atomics form) takes a lock from
 //     a pool of 64 TAS words instead (an extra line per operation, false sharing between
-//     atomics 64 first uses apart); PlainWord (ProcArray's xids and subxid states, plain
-//     TransactionIds in PostgreSQL kept atomic here only for race-free threads) is never
-//     emulated. Other model atomics that stand for plain PostgreSQL variables are still emulated.
-//   - An emulated atomic with native spinlocks is 16 bytes, aligned to 16 (PostgreSQL's
-//     pg_atomic_uint64 is 16 bytes aligned to 8, so its lock and value may, rarely, straddle two
-//     lines; ours never do, which keeps line sharing independent of where objects land).
+//     atomics 64 first uses apart); PlainWord (variables PostgreSQL declares plain, kept atomic
+//     here only for race-free threads: the bullet after next) is never emulated.
+//   - An emulated atomic with native spinlocks is 16 bytes, aligned to 16, whatever T
+//     (PostgreSQL's pg_atomic_uint64 is 16 bytes aligned to 8, its pg_atomic_uint32 8 bytes
+//     aligned to 4, so lock and value may, rarely, straddle two lines; ours never do, which keeps
+//     line sharing independent of where objects land).
+//   - On real threads the value's store inside an emulated atomic's lock is seq_cst when the
+//     unlock is a plain store (native spinlocks): PostgreSQL's plain value store and S_UNLOCK let
+//     a later load pass the write, so its emulated pg_atomic_* RMWs lack the trailing half of
+//     their documented full barrier, and protocols that rely on it (an LWLock variable's update
+//     followed by a read of the lock's state, core/locks/lwlock.h I12) could miss a wake-up
+//     there. The model keeps the barrier so that its own runs cannot hang on it; the sim, whose
+//     memory stays sequentially consistent, charges the plain store (kValueStore).
+//   - Model words that stand for variables PostgreSQL declares plain are PlainWord (ProcArray's
+//     xids and subxid states; Proc's xid, lw_waiting, clog_group_member, clog_group_page,
+//     pa_group_member), never emulated; every other P::Atomic is, including ones PostgreSQL
+//     might keep plain that the model has not been audited for.
 //   - The atomic lock's s_lock backoff keeps its spins_per_delay per OS thread (one thread per
 //     client on threads) instead of in the client's LockLocal (an atomic operation has no Proc),
 //     and does not publish a wait event or count statistics while it sleeps.
@@ -456,14 +467,24 @@ class EmbeddedAtomicLock {
 // pg_atomic_* under --disable-atomics (atomics.c): a plain read, or the operation under the
 // atomic's spinlock: embedded before the value, as PostgreSQL's `sema` field is, when spinlocks
 // are native; one of the 64 atomics semaphores when they are not; one of 64 pooled TAS words for
-// the CompactAtomic form (kPooled: native size, see DEVIATIONS). The value is written with a
-// plain store inside the lock (`ptr->value = ...`): the unlock's release orders it. EA1, EA2.
+// the CompactAtomic form (kPooled: native size, see DEVIATIONS). The value is written inside the
+// lock (kValueStore: plain on the sim, as atomics.c's `ptr->value = ...`). EA1, EA2.
 // The embedded form is aligned to its size so that lock and value always share a line.
 template <class Base, class T, bool kSemaphores, bool kPooled = false>
 class alignas(kSemaphores || kPooled ? alignof(typename Base::template Atomic<T>) : 16)
     EmulatedAtomic {
   static constexpr bool kEmbedded = !kSemaphores && !kPooled;
   using Pool = AtomicsPoolLock<Base, kSemaphores>;
+  // The value's store inside the lock. PostgreSQL's is plain (`ptr->value = ...`) and so is
+  // S_UNLOCK on x86, so its emulated RMW is no full barrier after the write: a later load may
+  // pass both stores (see DEVIATIONS). The protocols here rely on pg_atomic_*'s documented
+  // full-barrier semantics (core/locks/lwlock.h I12, consolidation_array.h W1), so on real
+  // threads the store is seq_cst (xchg) unless the unlock is a locked RMW anyway (a semaphore's
+  // post); on the sim, whose memory stays sequentially consistent (sim.h "Store buffer"), it is
+  // the plain store PostgreSQL pays for.
+  static constexpr std::memory_order kValueStore =
+      emulation_detail::kSimBase<Base> || kSemaphores ? std::memory_order_release
+                                                      : std::memory_order_seq_cst;
   struct Guard {
     EmulatedAtomic* a;
     explicit Guard(EmulatedAtomic* p) : a(p) {
@@ -501,7 +522,7 @@ class alignas(kSemaphores || kPooled ? alignof(typename Base::template Atomic<T>
       expected = cur;
       return false;
     }
-    v_.store(desired, std::memory_order_release);
+    v_.store(desired, kValueStore);
     return true;
   }
   T wait_while_eq(T v) const { return v_.wait_while_eq(v); }  // plain reads
@@ -511,7 +532,7 @@ class alignas(kSemaphores || kPooled ? alignof(typename Base::template Atomic<T>
   T rmw(F f) {
     Guard g(this);
     const T old = v_.load();
-    v_.store(f(old), std::memory_order_release);
+    v_.store(f(old), kValueStore);
     return old;
   }
   [[no_unique_address]] std::conditional_t<kEmbedded, EmbeddedAtomicLock<Base>, NoEmbeddedLock>

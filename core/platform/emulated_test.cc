@@ -50,6 +50,18 @@ static_assert(std::is_same_v<PlainWord<EmuBoth, uint32_t>, ThreadsPlatform::Atom
 static_assert(std::is_same_v<PlainWord<ThreadsPlatform, uint32_t>, ThreadsPlatform::Atomic<uint32_t>>);
 static_assert(std::is_same_v<CompactAtomic<ThreadsPlatform, uint64_t>, ThreadsPlatform::Atomic<uint64_t>>);
 static_assert(std::is_same_v<CompactAtomic<EmuSpinlocks, uint64_t>, ThreadsPlatform::Atomic<uint64_t>>);
+static_assert(std::is_same_v<PlainWord<SimPlatform, uint32_t>, SimPlatform::Atomic<uint32_t>>);
+static_assert(std::is_same_v<CompactAtomic<SimPlatform, uint64_t>, SimPlatform::Atomic<uint64_t>>);
+static_assert(std::is_same_v<PlainWord<EmulatedPlatform<SimPlatform, true, false>, uint32_t>,
+                             SimPlatform::Atomic<uint32_t>>);
+static_assert(sizeof(EmulatedPlatform<SimPlatform, true, false>::Atomic<uint64_t>) == 16);
+
+// EmuAtomics with every atomic in its CompactAtomic form (a pooled TAS lock, native size), so
+// the EA1 tests below cover that form too.
+struct EmuAtomicsCompact : EmuAtomics {
+  template <class T>
+  using Atomic = walbench::CompactAtomic<EmuAtomics, T>;
+};
 
 constexpr int kThreads = 6;  // more than the 2 cores CI has
 
@@ -70,10 +82,10 @@ SpinDelayParams fast_spin() {
 }  // namespace
 
 TEMPLATE_TEST_CASE("emulated atomics: fetch-ops are exact under contention", "[emulation]",
-                   EmuAtomics, EmuBoth) {
+                   EmuAtomics, EmuAtomicsCompact, EmuBoth) {
   using P = TestType;
-  // EA1: several atomics, some of them neighbours in an array (different pool locks) and some
-  // sharing a pool lock, hammered by more threads than cores.
+  // EA1: several atomics, neighbours in an array (each with its own lock, or with pool locks:
+  // some different, some shared), hammered by more threads than cores.
   auto atomics = std::make_unique<typename P::template Atomic<uint64_t>[]>(8);
   typename P::template Atomic<uint32_t> bits{0};
   constexpr int kIters = 20000;
@@ -94,7 +106,7 @@ TEMPLATE_TEST_CASE("emulated atomics: fetch-ops are exact under contention", "[e
 }
 
 TEMPLATE_TEST_CASE("emulated atomics: CAS and exchange semantics", "[emulation]", EmuAtomics,
-                   EmuBoth) {
+                   EmuAtomicsCompact, EmuBoth) {
   using P = TestType;
   typename P::template Atomic<uint64_t> a{5};
   uint64_t expected = 4;
@@ -123,7 +135,7 @@ TEMPLATE_TEST_CASE("emulated atomics: CAS and exchange semantics", "[emulation]"
   });
   CHECK(c.load() == uint64_t{kThreads} * kIters);
 
-  // wait_while_eq sees a store made under the pool lock.
+  // wait_while_eq sees a store made under the atomic's lock.
   typename P::template Atomic<uint32_t> flag{0};
   std::thread setter([&] { flag.store(7); });
   CHECK(flag.wait_while_eq(0) == 7);
@@ -202,10 +214,11 @@ TEST_CASE("semaphore spinlocks: try_acquire is a trylock, unrelated spinlocks sh
 }
 
 TEMPLATE_TEST_CASE("atomics nested inside spinlocks never self-deadlock", "[emulation]",
-                   EmuAtomics, EmuBoth) {
+                   EmuAtomics, EmuAtomicsCompact, EmuBoth) {
   using P = TestType;
   // EA2/EA3: take, one after the other, spinlocks covering all 128 spinlock semaphores, and
-  // while holding each operate on enough atomics to touch every pool lock of the atomics set.
+  // while holding each operate on enough atomics to touch every lock of the atomics pools (for
+  // EmuBoth the 64 semaphores; EmuAtomics' atomics embed theirs, its CompactAtomic form pools).
   // With one shared set this would trylock on a semaphore the client itself holds, forever.
   ProcTable<P> procs(1, 1);
   std::vector<std::unique_ptr<SpinLock<P>>> locks;
@@ -380,7 +393,7 @@ uint64_t handoff_sim() {
         st->lock.acquire(procs[static_cast<int32_t>(i)]);
         st->counter.set(st->counter.get() + 1);
         st->lock.release();
-        st->atomics[0].fetch_add(1);  // emulated: under a pool lock
+        st->atomics[0].fetch_add(1);  // emulated: under the atomic's lock
         P::work(2000);
       }
     }, "f" + std::to_string(i));

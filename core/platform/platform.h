@@ -117,11 +117,12 @@ constexpr bool runs_in_virtual_time() {
 // Two kinds of shared word that a primitive emulation (core/platform/emulated.h) treats apart
 // from P::Atomic; on every other platform both are P::Atomic<T> itself.
 // - PlainWord<P, T>: a variable PostgreSQL declares plain (ProcGlobal->xids, PGXACT.xid,
-//   subxidStates: TransactionId and friends, written under ProcArrayLock) that the model keeps
+//   subxidStates, MyProc->xid, lwWaiting, clogGroupMember, procArrayGroupMember) that the model keeps
 //   in an atomic only so that real threads are race-free: --disable-atomics never touches it.
 // - CompactAtomic<P, T>: an atomic whose size a layout fixes (a word overlaid on WAL page bytes,
-//   16-byte hash-table entries): emulated with a lock from a pool of 64 chosen by address, where
-//   P::Atomic embeds its lock (and grows to 16 bytes).
+//   16-byte hash-table entries): emulated with a lock from a pool of 64 (chosen by address on
+//   threads, in first-use order on the sim), where P::Atomic embeds its lock (and grows to 16
+//   bytes).
 namespace platform_detail {
 template <class P, class T>
 struct PlainWordOf {
