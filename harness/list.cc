@@ -298,8 +298,9 @@ std::vector<Entry> platform_entries() {
        {
            {"atomics", "string", "\"" + d.atomics + "\"", "native | emulated",
             "emulated: PostgreSQL's --disable-atomics (removed in 18, 8138526136): every atomic "
-            "write, exchange, CAS and fetch-op takes the spinlock embedded in the atomic (its own "
-            "cache line); reads stay plain"},
+            "write, exchange, CAS and fetch-op takes the spinlock embedded in the atomic (in the "
+            "value's cache line); reads stay plain; words PostgreSQL declares plain are not "
+            "emulated"},
            {"spinlocks", "string", "\"" + d.spinlocks + "\"", "native | semaphore",
             "semaphore: PostgreSQL's --disable-spinlocks (removed in 18, e25626677f): a spinlock "
             "is one of 128 semaphores assigned round-robin, TAS = trylock, no PAUSE; emulated "

@@ -375,7 +375,9 @@ class Clog {
   // page_status[], page_dirty[], page_lru_count[], so that a scan of page numbers reads 16 slots
   // per line and SlruRecentlyUsed's writes do not land on the lines the scans read.
   using U32 = typename P::template Shared<uint32_t>;
-  using A32 = typename P::template Atomic<uint32_t>;  // SlruRecentlyUsed's, see recently_used
+  // SlruRecentlyUsed's counters, plain ints in PostgreSQL (see recently_used): a PlainWord, so
+  // --disable-atomics leaves them alone (core/platform/platform.h).
+  using A32 = PlainWord<P, uint32_t>;
   struct Slot {  // one slot's four elements
     U32& page_number;
     U32& status;

@@ -92,7 +92,7 @@
 //   Proc::nsubxids, subxids_overflowed   cleared with xid under the exclusive lock.
 //   group_first_                  procArrayGroupFirst: P::Atomic, pushed by CAS, detached by
 //                                 the leader's exchange while it holds the exclusive lock.
-//   Proc::pa_group_member/next    P::Atomic (procArrayGroupMember/Next): set by the owner before
+//   Proc::pa_group_member/next    PlainWord / P::Atomic (procArrayGroupMember/Next): set by the owner before
 //                                 its CAS; reset by the leader, member last.
 //   Proc::pa_group_latest_xid     P::Shared: written by the owner before the CAS that publishes
 //                                 it, read by the leader after the exchange that detached it.

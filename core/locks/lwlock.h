@@ -43,7 +43,7 @@
 //                           (its private wake list) until it stores NOT_WAITING (I3).
 //   Proc::lw_wait_mode      P::Shared<uint32_t>: written by the client when queueing, read by
 //                           wakers, both with LOCKED held.
-//   Proc::lw_waiting        P::Atomic<uint32_t>: lifecycle in I4.
+//   Proc::lw_waiting        PlainWord<P, uint32_t> (lwWaiting, plain in PostgreSQL): lifecycle in I4.
 //   Proc::sem               P::Semaphore: posted once per wake-up; extra posts absorbed (I9).
 //   LockVar::plain_value    P::Shared<uint64_t> (kWaitList): read and written only with LOCKED
 //                           held (also what makes a 64-bit read untearable on 32-bit machines).

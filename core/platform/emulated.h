@@ -86,8 +86,11 @@
 //     memory stays sequentially consistent, charges the plain store (kValueStore).
 //   - Model words that stand for variables PostgreSQL declares plain are PlainWord (ProcArray's
 //     xids and subxid states; Proc's xid, lw_waiting, clog_group_member, clog_group_page,
-//     pa_group_member), never emulated; every other P::Atomic is, including ones PostgreSQL
-//     might keep plain that the model has not been audited for.
+//     pa_group_member; the SLRU's LRU counters), never emulated. Every other P::Atomic is,
+//     including some PostgreSQL keeps plain in some versions: xlblocks and LogwrtResult
+//     (core/wal/wal.h) became pg_atomic_uint64 only in PG 17, so the PG 15 / PG 16 forms
+//     emulate words that those releases read and write plainly (under info_lck or a mapping
+//     lock); a latch's is_set (sig_atomic_t in PostgreSQL) is emulated too.
 //   - The atomic lock's s_lock backoff keeps its spins_per_delay per OS thread (one thread per
 //     client on threads) instead of in the client's LockLocal (an atomic operation has no Proc),
 //     and does not publish a wait event or count statistics while it sleeps.
@@ -474,6 +477,7 @@ template <class Base, class T, bool kSemaphores, bool kPooled = false>
 class alignas(kSemaphores || kPooled ? alignof(typename Base::template Atomic<T>) : 16)
     EmulatedAtomic {
   static constexpr bool kEmbedded = !kSemaphores && !kPooled;
+  static_assert(!kEmbedded || sizeof(T) <= 8, "lock and value must fit one 16-byte block");
   using Pool = AtomicsPoolLock<Base, kSemaphores>;
   // The value's store inside the lock. PostgreSQL's is plain (`ptr->value = ...`) and so is
   // S_UNLOCK on x86, so its emulated RMW is no full barrier after the write: a later load may

@@ -63,6 +63,8 @@ struct EmuAtomicsCompact : EmuAtomics {
   using Atomic = walbench::CompactAtomic<EmuAtomics, T>;
 };
 
+static_assert(Platform<EmuAtomicsCompact>);
+
 constexpr int kThreads = 6;  // more than the 2 cores CI has
 
 template <class F>

@@ -915,8 +915,9 @@ class Wal {
   };
   std::unique_ptr<CachedPage[]> cached_page_;
   std::unique_ptr<uint8_t[]> zero_page_;  // source for zeroing a page (read-only)
-  // xlblocks is a dense array of 8-byte entries (16 under emulated atomics, as PostgreSQL's
-  // pg_atomic_uint64 with its embedded slock_t; then 4 share a line), cache-line aligned like PostgreSQL's shared
+  // xlblocks is a dense array of 8-byte entries (16 under emulated atomics, as PG 17's
+  // pg_atomic_uint64 with its embedded slock_t; then 4 share a line; PG <= 16's were plain
+  // XLogRecPtrs: emulated.h DEVIATIONS), cache-line aligned like PostgreSQL's shared
   // memory, so which slots share a line does not depend on the heap (the simulated platform
   // charges per line).
   static constexpr uint32_t kXlBlocksPerLine = 8;

@@ -21,14 +21,14 @@
 //   group_first_                P::Atomic<uint32_t> (procglobal->clogGroupFirst): the procno of
 //                               the list head or kInvalidProcNo; pushed by CAS, detached by the
 //                               leader with exchange (under the control lock).
-//   Proc::clog_group_member     P::Atomic (clogGroupMember): true from the owner's fill-in to
+//   Proc::clog_group_member     PlainWord (clogGroupMember): true from the owner's fill-in to
 //                               the leader's wake-up; the owner's "done" condition.
 //   Proc::clog_group_next       P::Atomic (clogGroupNext): the list link; written by the owner
 //                               before its CAS, reset by the leader before it clears member.
 //   Proc::clog_group_xid, _status, _lsn, xid, nsubxids, subxids   P::Shared: written by the
 //                               owner before the CAS that publishes it, read by the leader after
 //                               the exchange that detaches the list (ordered by those RMWs).
-//   Proc::clog_group_page       P::Atomic: also read by joiners checking the head's page.
+//   Proc::clog_group_page       PlainWord: also read by joiners checking the head's page.
 //   The CLOG itself: under its control lock (core/clog/clog.h).
 //
 // Invariants (asserts and checks cite them as // G<n>)
