@@ -241,6 +241,62 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
                           "rings, sum of the rates (copied bytes: each read and written): %s",
                           cpus.size(), show(m, "bytes/ns")));
   }
+  uint32_t at_issue = 0;
+  {
+    // request_at_issue: whether a miss's request waits at a busy line (sim.h COST MODEL
+    // "Misses"). Two CPUs suffice: back-to-back fetch_adds by two threads, measured here and
+    // run on a simulated pair of cores with these transfers both ways; the nearer prediction of
+    // the mean run length (on a log scale) wins when the two differ enough to tell them apart.
+    const CpuInfo* b = same_cluster != nullptr   ? same_cluster
+                       : same_socket != nullptr  ? same_socket
+                                                 : other_socket;
+    std::string src;
+    if (b == nullptr) {
+      src = "not measured (no second physical core usable here); 0, the model the shipped "
+            "results use";
+    } else {
+      constexpr uint32_t kAdds = 200000;
+      bool pinned = false;
+      const Spread m =
+          spread_of(fetch_add_run_length(cpu_a, b->cpu, quick ? 5 : 15, kAdds, &pinned));
+      p.figure(absl::StrFormat("fetch_add run length, cpu %d and cpu %d", cpu_a, b->cpu), m,
+               "adds");
+      SimConfig sc;
+      sc.cores = 2;
+      sc.smt = 1;
+      sc.sockets = b == other_socket ? 2 : 1;
+      sc.cores_per_cluster = 0;
+      auto measured_ns = [&](const char* key) { return p.value(key).get<uint64_t>(); };
+      sc.line_hit_ns = measured_ns("line_hit_ns");
+      sc.rmw_extra_ns = measured_ns("rmw_extra_ns");
+      sc.same_socket_transfer_ns =
+          measured_ns(b == same_cluster ? "same_cluster_transfer_ns" : "same_socket_transfer_ns");
+      sc.cross_socket_transfer_ns = measured_ns("cross_socket_transfer_ns");
+      sc.wake_jitter = 0;
+      sc.request_at_issue = 0;
+      const double when_free = sim_fetch_add_run_length(sc, 2000);
+      sc.request_at_issue = 1;
+      const double waits = sim_fetch_add_run_length(sc, 2000);
+      const bool distinct = waits > 0 && when_free / waits >= 1.5;
+      if (distinct && m.median > 0)
+        at_issue = std::abs(std::log(m.median / waits)) < std::abs(std::log(m.median / when_free))
+                       ? 1
+                       : 0;
+      src = absl::StrFormat(
+          "back-to-back fetch_adds by cpu %d and cpu %d%s, %d adds each: mean run length %s; the "
+          "simulated pair predicts %.2f with the request leaving once the line frees (0), %.2f "
+          "with it waiting at the line (1)%s",
+          cpu_a, b->cpu, pinned ? " (pinned)" : " (pinning failed: unpinned)", kAdds,
+          show(m, "adds"), when_free, waits,
+          distinct ? "; the nearer on a log scale (1 makes runs differ from the shipped results, "
+                     "made with 0: README \"Platforms\")"
+                   : "; too close to tell apart: 0, the model the shipped results use");
+      p.note(absl::StrFormat("line hand-over: fetch_add runs of %.2f on two CPUs (simulated: "
+                             "%.2f when free, %.2f waiting) -> request_at_issue %d%s",
+                             m.median, when_free, waits, at_issue, distinct ? "" : " (undecided)"));
+    }
+    p.set("request_at_issue", at_issue, src);
+  }
   {
     // snoop_linger: how a contended line is handed on (sim.h COST MODEL "Misses"). The same CAS
     // loop measured here on every CPU and run on the simulated machine both ways; the nearer
@@ -273,6 +329,7 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
       sc.same_socket_transfer_ns = measured_ns("same_socket_transfer_ns");
       sc.cross_socket_transfer_ns = measured_ns("cross_socket_transfer_ns");
       sc.wake_jitter = 0;
+      sc.request_at_issue = at_issue;
       sc.snoop_linger = 0;
       const double at_arrival = sim_cas_loop_tries_per_success(sc, n, 100);
       sc.snoop_linger = 1;

@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "core/platform/sim.h"
 #include "core/wal/crc32c.h"
 #include "harness/calibrate_probe.h"
 
@@ -53,6 +54,38 @@ std::vector<double> line_pingpong(int cpu_a, int cpu_b, int samples, int rounds,
   a.join();
   b.join();
   *pinned = pin_a && pin_b;
+  return out;
+}
+
+std::vector<double> fetch_add_run_length(int cpu_a, int cpu_b, int samples, uint32_t adds,
+                                         bool* pinned) {
+  struct alignas(64) Word {
+    std::atomic<uint64_t> v{0};
+  };
+  auto word = std::make_unique<Word>();
+  std::vector<uint8_t> owner(size_t{2} * adds);
+  std::vector<double> out;
+  bool all_pinned = true;
+  for (int s = 0; s < samples; ++s) {
+    word->v.store(0);
+    std::atomic<int> ready{0};
+    std::atomic<bool> pin_a{false}, pin_b{false};
+    auto add = [&](uint8_t k, int cpu, std::atomic<bool>& pinned_here) {
+      pinned_here = pin_self(cpu);
+      ready.fetch_add(1);
+      while (ready.load() < 2) {
+      }
+      for (uint32_t i = 0; i < adds; ++i) owner[word->v.fetch_add(1)] = k;
+    };
+    std::thread b([&] { add(1, cpu_b, pin_b); });
+    std::thread a([&] { add(0, cpu_a, pin_a); });
+    a.join();
+    b.join();
+    all_pinned = all_pinned && pin_a && pin_b;
+    const double run = walbench::owner_run_length(owner);
+    if (run > 0) out.push_back(run);  // 0: one thread finished before the other began
+  }
+  *pinned = all_pinned;
   return out;
 }
 

@@ -24,6 +24,14 @@ namespace walbench::calibration {
 // moved the line across. One sample: `rounds` round trips; the figure is round trip / 2, ns.
 std::vector<double> line_pingpong(int cpu_a, int cpu_b, int samples, int rounds, bool* pinned);
 
+// Two pinned threads add 1 to one shared word `adds` times each with back-to-back fetch_adds
+// (LOCK XADD), noting which thread got each value; one sample per round, its mean run length
+// (walbench::owner_run_length: consecutive values one thread got). Strict alternation reads 1.
+// SimConfig::request_at_issue is decided from it (calibrate.cc): with 0 the simulated holder
+// keeps the line for about half a transfer of further adds (sim_fetch_add_run_length).
+std::vector<double> fetch_add_run_length(int cpu_a, int cpu_b, int samples, uint32_t adds,
+                                         bool* pinned);
+
 // Per-operation times (ns) on the calling thread, one value per sample.
 struct CoreFigures {
   std::vector<double> store, rmw_minus_store, empty, fence_minus_empty, pause, hit;

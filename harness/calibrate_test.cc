@@ -195,6 +195,14 @@ TEST_CASE("calibrate --quick writes a preset file that loads with plausible valu
     CHECK(log.str().find("CAS loop on one word") != std::string::npos);
   }
   if (linger.find("too few CPUs") != std::string::npos) CHECK(c.snoop_linger == 0);
+  // The request leg: two CPUs' fetch_add run length next to the simulator's two predictions.
+  const std::string at_issue = j["sources"]["request_at_issue"].get<std::string>();
+  if (at_issue.find("not measured") == std::string::npos) {
+    CHECK(at_issue.find("mean run length") != std::string::npos);
+    CHECK(at_issue.find("predicts") != std::string::npos);
+    CHECK(log.str().find("fetch_add run length") != std::string::npos);
+  }
+  if (at_issue.find("too close") != std::string::npos) CHECK(c.request_at_issue == 0);
   // What was not measured keeps SimConfig's default.
   const SimConfig d;
   CHECK(c.time_slice_ns == d.time_slice_ns);
@@ -322,6 +330,30 @@ TEST_CASE("calibrate: the CAS loop counts every try and every success", "[calibr
   CHECK(m.tries_per_success >= 1.0);
   REQUIRE(m.successes_per_ns.size() == 3);
   for (const double r : m.successes_per_ns) CHECK(r > 0);
+}
+
+TEST_CASE("calibrate: the fetch_add runs of two threads are at least one add long",
+          "[calibrate]") {
+  // Two threads (unpinned when the CPU list is unknown) in request_at_issue's measurement.
+  const auto topo = calibration::read_topology();
+  const int a = topo.cpus.size() >= 2 ? topo.cpus[0].cpu : -1;
+  const int b = topo.cpus.size() >= 2 ? topo.cpus[1].cpu : -1;
+  bool pinned = false;
+  const std::vector<double> runs = calibration::fetch_add_run_length(a, b, 3, 20000, &pinned);
+  CHECK(runs.size() <= 3);
+  for (const double r : runs) {
+    CHECK(r >= 1.0);
+    CHECK(r <= 40000.0);
+  }
+}
+
+TEST_CASE("owner_run_length: runs of one thread's values while both were adding", "[calibrate]") {
+  using V = std::vector<uint8_t>;
+  CHECK(owner_run_length(V{}) == 0.0);
+  CHECK(owner_run_length(V{0, 0, 0}) == 0.0);        // one thread only
+  CHECK(owner_run_length(V{0, 0, 1, 1}) == 0.0);     // one after the other: no overlap
+  CHECK(owner_run_length(V{0, 0, 1, 0, 1, 1}) == 1.0);  // 1 0 between the lone starts and ends
+  CHECK(owner_run_length(V{0, 1, 1, 1, 0, 0, 1, 0}) == Approx(6.0 / 3.0));  // 1 1 1 | 0 0 | 1
 }
 
 TEST_CASE("calibrate: the PostgreSQL-style CRC loop computes CRC-32C", "[calibrate]") {

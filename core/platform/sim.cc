@@ -661,4 +661,39 @@ double sim_cas_loop_tries_per_success(const SimConfig& cfg, uint32_t threads, ui
   return threads == 0 || wins == 0 ? 0.0 : static_cast<double>(all) / (static_cast<double>(threads) * wins);
 }
 
+double owner_run_length(const std::vector<uint8_t>& owner) {
+  const size_t n = owner.size();
+  if (n == 0) return 0.0;
+  size_t lo = n, hi = 0;  // [lo, hi): the second thread's first value .. the first one's last
+  for (size_t i = 0; i < n; ++i)
+    if (owner[i] != owner[0]) {
+      lo = i;
+      break;
+    }
+  for (size_t i = n; i-- > 0;)
+    if (owner[i] != owner[n - 1]) {
+      hi = i + 1;
+      break;
+    }
+  if (lo >= hi) return 0.0;
+  size_t runs = 1;
+  for (size_t i = lo + 1; i < hi; ++i) runs += owner[i] != owner[i - 1];
+  return static_cast<double>(hi - lo) / static_cast<double>(runs);
+}
+
+double sim_fetch_add_run_length(const SimConfig& cfg, uint32_t adds) {
+  struct alignas(64) Word {
+    SimPlatform::Atomic<uint64_t> v;
+  };
+  auto word = std::make_unique<Word>();
+  std::vector<uint8_t> owner(size_t{2} * adds, 0);
+  Simulation sim(cfg, 1);
+  for (uint8_t k = 0; k < 2; ++k)
+    sim.spawn([&, k] {
+      for (uint32_t i = 0; i < adds; ++i) owner[word->v.fetch_add(1)] = k;
+    }, "add");
+  if (!sim.run().finished()) return 0.0;
+  return owner_run_length(owner);
+}
+
 }  // namespace walbench

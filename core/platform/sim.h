@@ -91,6 +91,24 @@
 //   the shipped results and the fidelity scores were made with 0, and with 1 PG 15's waitlist
 //   collapse (fsync-off and no-spinlocks tables) is no longer reproduced (README "Platforms"):
 //   a switch to adopt only with a full rerun.
+//   request_at_issue (0 by default): with 1, a miss's request leaves at its issue even while
+//   the line is busy (in flight to, or held by, another core's store or RMW), reaches the line
+//   half the transfer later and waits there (served_at_line: when the line frees, a whole
+//   transfer), as at a home agent or directory that queues requests for a line in transit.
+//   With 0 (above) it leaves only when the line frees: the new holder's own accesses issued in
+//   the half transfer before the request arrives are hits that come first. The difference
+//   shows in two threads adding to one word with back-to-back fetch_adds (LOCK XADD), the
+//   fiber noting who got each value: with 0 runs of about transfer / 2 / (line_hit_ns +
+//   rmw_extra_ns) adds by one thread (12 at a 62 ns transfer), about 8 ns per add for the two
+//   together; with 1 the two alternate (runs of 1.00), a transfer per add. Measured on the
+//   development VM (2 vCPUs of an Intel Xeon under KVM, 52-72 ns per one-way transfer by CAS
+//   ping-pong, 2026-12-05; harness/calibrate_cpu.h fetch_add_run_length): runs of 1.23-1.34
+//   (medians of 15 rounds of 10^6 adds per thread, four measurements), 64-84 ns per add;
+//   a CAS loop on the same two CPUs needed 1.39-1.46 tries per success against 1.11 (0) and
+//   1.22 (1) simulated. Two CPUs tell the two apart where the CAS loop cannot (snoop_linger),
+//   so `walbench calibrate` decides request_at_issue on any machine with two cores. Off by
+//   default because every shipped result was made with 0: a switch to adopt only with a full
+//   rerun (results/README.md "Line hand-over").
 //   A plain (buffered) store is ordered at issue: its core goes on, and nothing waits for it.
 //   A seq_cst store
 //   (P::Atomic store(v), x86 xchg) costs like an RMW without the extra.
@@ -376,6 +394,11 @@ struct SimConfig {
                                             // request's snoop lands complete first (COST MODEL
                                             // "Misses", snoop_linger); 0: the request is
                                             // ordered at its arrival, ahead of them
+  uint32_t request_at_issue = 0;            // 1: a miss's request leaves at issue and waits
+                                            // at the line while it is busy (COST MODEL
+                                            // "Misses", request_at_issue; nearer to two real
+                                            // CPUs' fetch_add runs); 0: it leaves once the
+                                            // line is free (every shipped result)
   uint64_t pause_ns = 40;                   // PAUSE: ~140 cycles since Skylake-SP (Intel
                                             // optimization manual, 2.5.4) at 3.5 GHz
 
@@ -777,6 +800,11 @@ class Simulation {
   uint64_t ns(Distance d) const;
   void count(Distance d);
   uint64_t served_at_line(uint64_t arrival, uint64_t busy_until, Distance from);
+  // When a miss's request leaves its core (COST MODEL "Misses", request_at_issue): at issue, or
+  // once the line is free.
+  uint64_t request_start(uint64_t issue, uint64_t busy_until) const {
+    return cfg_.request_at_issue != 0 ? issue : std::max(issue, busy_until);
+  }
   bool await_snoop(Fiber& f, uint32_t id, bool ownership, uint64_t extra = 0);
   void take_ownership(uint32_t line, uint32_t core, uint64_t busy_until);
   bool any_holder(uint32_t line, uint32_t lo, uint32_t hi, uint32_t except) const;
@@ -1257,5 +1285,20 @@ static_assert(Platform<SimPlatform>);
 // LWLockAttemptLock do). Returns the CAS tries per success: with snoop_linger 0 about 0.4 x
 // threads (a failed CAS's retry queues behind the others' requests), with 1 about 1.2-1.4.
 double sim_cas_loop_tries_per_success(const SimConfig& cfg, uint32_t threads, uint32_t wins);
+
+// The line hand-over micro-benchmark `walbench calibrate` runs on two real CPUs
+// (harness/calibrate_cpu.h fetch_add_run_length), on the simulated machine `cfg` (at least two
+// hardware threads): two fibers each add 1 to one word `adds` times with back-to-back
+// fetch_adds (LOCK XADD) and note which of them got each value. Returns the mean run length,
+// owner_run_length below. With request_at_issue 0 a holder's adds issued before the other's
+// request reaches the freed line come first: about transfer / 2 / (line_hit_ns + rmw_extra_ns)
+// adds per run (12 at 62 ns); with 1 the request already waits there: runs of 1.
+double sim_fetch_add_run_length(const SimConfig& cfg, uint32_t adds);
+
+// owner[v] names the thread (0 or 1) that got value v of a shared counter: the mean length of
+// the runs of consecutive values one thread got, counted from the first value after which both
+// have got one to the last before one of them stopped (the stretch where both were adding);
+// 0 when there is no such stretch.
+double owner_run_length(const std::vector<uint8_t>& owner);
 
 }  // namespace walbench

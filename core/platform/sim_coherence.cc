@@ -162,7 +162,7 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
     // transfer after it could start; yield there so that whatever is ordered before it runs
     // first. The line may have been written meanwhile (lines_ and holders_ may also have grown:
     // no references across the yield): then the request waits for that write too.
-    const uint64_t start = std::max(t, l.busy_until);
+    const uint64_t start = request_start(t, l.busy_until);
     counters_.line_wait_ns += start - t;
     f.clock = start + ns(read_distance(id, c)) / 2;
     sync(f);
@@ -199,7 +199,9 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
   }
   // A miss (COST MODEL "Misses"): ordered when its request reaches the line, like a load's:
   // whatever reached the line first (a load, another RMW) is served first.
-  f.clock = start + ns(at_issue) / 2;
+  const uint64_t leaves = request_start(t, l.busy_until);
+  counters_.line_wait_ns -= start - leaves;  // with request_at_issue the wait is the line's
+  f.clock = leaves + ns(at_issue) / 2;
   sync(f);
   if (await_snoop(f, id, /*ownership=*/true, extra)) return id;
   const Distance from = write_distance(id, f.core);  // preempted at the arrival: may have moved

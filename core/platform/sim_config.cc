@@ -46,6 +46,9 @@ namespace {
   X(snoop_linger, "0 or 1", 0, 1, kClosed,                                                        \
     "1: a request queued at a busy line is ordered when its snoop reaches the holder, so the "   \
     "holder's accesses issued before then (a failed CAS's retry) complete first; 0: at arrival") \
+  X(request_at_issue, "0 or 1", 0, 1, kClosed,                                                    \
+    "1: a miss's request leaves at issue and waits at a busy line, so the holder's later "       \
+    "accesses come after it; 0: it leaves when the line frees (the holder keeps it meanwhile)")  \
   X(pause_ns, "ns", 1, kInf, kClosed, "one PAUSE: SPIN_DELAY() in s_lock-style spin loops")      \
   X(spin_park_after, "iterations", 0, kInf, kClosed,                                              \
     "simulator speed, not the model: unchanged (load, spin delay) pairs before a spinner parks; " \

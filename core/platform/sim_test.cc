@@ -467,6 +467,31 @@ TEST_CASE("sim: snoop_linger: a holder's RMWs come first until the snoop lands, 
   CHECK(w->v.load() == 15);
 }
 
+TEST_CASE("sim: request_at_issue: a request issued while its line is busy waits there, ahead "
+          "of the holder's later accesses", "[sim]") {
+  // Two cores of one socket add to one word with back-to-back fetch_adds. With 0 a request
+  // issued while the line is busy leaves when it frees and reaches it half a transfer later:
+  // the holder's adds issued meanwhile are hits and come first (runs of about
+  // transfer / 2 / (hit + extra)). With 1 it left at issue and waits at the line: the holder's
+  // next add comes after it, so the two alternate, each add costing a whole transfer.
+  SimConfig cfg = small_machine(2, 1, SimPlacement::kSpread);
+  cfg.same_socket_transfer_ns = 62;
+  cfg.line_hit_ns = 1;
+  cfg.rmw_extra_ns = 2;
+  cfg.wake_jitter = 0;
+  cfg.request_at_issue = 0;
+  const double when_free = sim_fetch_add_run_length(cfg, 400);
+  cfg.request_at_issue = 1;
+  const double waits = sim_fetch_add_run_length(cfg, 400);
+  INFO("runs: " << when_free << " leaving when free, " << waits << " waiting at the line");
+  CHECK(when_free > 8.0);
+  CHECK(when_free < 16.0);
+  CHECK(waits == Approx(1.0));
+  // The same with the holder-first rule on top: the holder gets half a transfer again.
+  cfg.snoop_linger = 1;
+  CHECK(sim_fetch_add_run_length(cfg, 400) > 8.0);
+}
+
 TEST_CASE("sim: snoop_linger: CAS tries per success of N cores in a CAS loop", "[sim]") {
   // The micro-benchmark `walbench calibrate` runs on the real machine and on the simulated one
   // (sim_cas_loop_tries_per_success): every core increments one word with a CAS loop. Ordered
