@@ -277,23 +277,34 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
       const double when_free = sim_fetch_add_run_length(sc, 2000);
       sc.request_at_issue = 1;
       const double waits = sim_fetch_add_run_length(sc, 2000);
+      // Decided only when the two predictions differ by 1.5x or more and the measurement is
+      // clearly nearer one of them (at most half the other's distance, on a log scale): a
+      // measurement between the two says that neither rule fits this machine.
       const bool distinct = waits > 0 && when_free / waits >= 1.5;
-      if (distinct && m.median > 0)
-        at_issue = std::abs(std::log(m.median / waits)) < std::abs(std::log(m.median / when_free))
-                       ? 1
-                       : 0;
+      const double to_free = m.median > 0 ? std::abs(std::log(m.median / when_free)) : 0;
+      const double to_waits = m.median > 0 ? std::abs(std::log(m.median / waits)) : 0;
+      const bool usable = distinct && pinned && m.median > 0;
+      const bool decided = usable && (to_waits <= 0.5 * to_free || to_free <= 0.5 * to_waits);
+      if (decided) at_issue = to_waits < to_free ? 1 : 0;
+      const char* verdict =
+          !pinned     ? "; the threads could not be pinned: undecided, 0 (the model the shipped "
+                        "results use)"
+          : !distinct ? "; too close to tell apart: 0, the model the shipped results use"
+          : !usable   ? "; no run measured: undecided, 0 (the model the shipped results use)"
+          : decided   ? "; clearly nearer that one on a log scale (1 makes runs differ from the "
+                        "shipped results, made with 0: README \"Platforms\")"
+                      : "; between the two, near neither (a holder keeps the line for less than "
+                        "0's half transfer, but not for nothing): undecided, 0 (the model the "
+                        "shipped results use)";
       src = absl::StrFormat(
           "back-to-back fetch_adds by cpu %d and cpu %d%s, %d adds each: mean run length %s; the "
           "simulated pair predicts %.2f with the request leaving once the line frees (0), %.2f "
           "with it waiting at the line (1)%s",
           cpu_a, b->cpu, pinned ? " (pinned)" : " (pinning failed: unpinned)", kAdds,
-          show(m, "adds"), when_free, waits,
-          distinct ? "; the nearer on a log scale (1 makes runs differ from the shipped results, "
-                     "made with 0: README \"Platforms\")"
-                   : "; too close to tell apart: 0, the model the shipped results use");
+          show(m, "adds"), when_free, waits, verdict);
       p.note(absl::StrFormat("line hand-over: fetch_add runs of %.2f on two CPUs (simulated: "
                              "%.2f when free, %.2f waiting) -> request_at_issue %d%s",
-                             m.median, when_free, waits, at_issue, distinct ? "" : " (undecided)"));
+                             m.median, when_free, waits, at_issue, decided ? "" : " (undecided)"));
     }
     p.set("request_at_issue", at_issue, src);
   }
@@ -353,6 +364,10 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
                              measured, n, at_arrival, holder_first, linger,
                              distinct ? "" : " (undecided)"));
     }
+    if (linger == 1 && at_issue == 1)
+      p.note("line hand-over: snoop_linger 1 on top of request_at_issue 1 gives a holder half a "
+             "transfer of hits again, which the fetch_add runs chose against: the two measurements "
+             "disagree; check both before using this preset");
     p.set("snoop_linger", linger, src);
   }
   {

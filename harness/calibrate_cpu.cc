@@ -63,6 +63,15 @@ std::vector<double> fetch_add_run_length(int cpu_a, int cpu_b, int samples, uint
     std::atomic<uint64_t> v{0};
   };
   auto word = std::make_unique<Word>();
+  // Each thread keeps the values it got in an array of its own (no line shared with the other
+  // thread: a shared owner array would move its lines between the two cores too, and each LOCK
+  // XADD waits for the store before it); the owner of each value is filled in afterwards.
+  struct alignas(64) Got {
+    std::vector<uint64_t> v;
+  };
+  Got got[2];
+  got[0].v.resize(adds);
+  got[1].v.resize(adds);
   std::vector<uint8_t> owner(size_t{2} * adds);
   std::vector<double> out;
   bool all_pinned = true;
@@ -75,12 +84,15 @@ std::vector<double> fetch_add_run_length(int cpu_a, int cpu_b, int samples, uint
       ready.fetch_add(1);
       while (ready.load() < 2) {
       }
-      for (uint32_t i = 0; i < adds; ++i) owner[word->v.fetch_add(1)] = k;
+      uint64_t* mine = got[k].v.data();
+      for (uint32_t i = 0; i < adds; ++i) mine[i] = word->v.fetch_add(1);
     };
     std::thread b([&] { add(1, cpu_b, pin_b); });
     std::thread a([&] { add(0, cpu_a, pin_a); });
     a.join();
     b.join();
+    for (uint8_t k = 0; k < 2; ++k)
+      for (const uint64_t v : got[k].v) owner[v] = k;
     all_pinned = all_pinned && pin_a && pin_b;
     const double run = walbench::owner_run_length(owner);
     if (run > 0) out.push_back(run);  // 0: one thread finished before the other began

@@ -97,18 +97,21 @@
 //   transfer), as at a home agent or directory that queues requests for a line in transit.
 //   With 0 (above) it leaves only when the line frees: the new holder's own accesses issued in
 //   the half transfer before the request arrives are hits that come first. The difference
-//   shows in two threads adding to one word with back-to-back fetch_adds (LOCK XADD), the
-//   fiber noting who got each value: with 0 runs of about transfer / 2 / (line_hit_ns +
-//   rmw_extra_ns) adds by one thread (12 at a 62 ns transfer), about 8 ns per add for the two
-//   together; with 1 the two alternate (runs of 1.00), a transfer per add. Measured on the
-//   development VM (2 vCPUs of an Intel Xeon under KVM, 52-72 ns per one-way transfer by CAS
-//   ping-pong, 2026-12-05; harness/calibrate_cpu.h fetch_add_run_length): runs of 1.23-1.34
-//   (medians of 15 rounds of 10^6 adds per thread, four measurements), 64-84 ns per add;
-//   a CAS loop on the same two CPUs needed 1.39-1.46 tries per success against 1.11 (0) and
-//   1.22 (1) simulated. Two CPUs tell the two apart where the CAS loop cannot (snoop_linger),
-//   so `walbench calibrate` decides request_at_issue on any machine with two cores. Off by
-//   default because every shipped result was made with 0: a switch to adopt only with a full
-//   rerun (results/README.md "Line hand-over").
+//   shows in two threads adding to one word with back-to-back fetch_adds (LOCK XADD), each
+//   keeping the values it got: with 0, runs of about 1 + transfer / 2 / (line_hit_ns +
+//   rmw_extra_ns) adds by one thread (12 at a 62 ns transfer with 1 + 2 ns; 9 at 92 ns with
+//   1 + 5 ns), about 8 ns per add for the two together at 62 ns; with 1 the two alternate
+//   (runs of 1.00, a transfer per add). Measured on the development VM (2 vCPUs of an Intel
+//   Xeon under KVM, otherwise idle, 2026-12-05; harness/calibrate_cpu.h fetch_add_run_length,
+//   `walbench calibrate`): runs of 3.10-3.14 adds (IQR 3.09-3.16, 15 rounds of 200,000 adds per
+//   thread, two calibrate runs; a standalone loop of 10^6 adds per thread: 2.55-3.11, 21-24 ns
+//   per add for the two, 56-69 ns per one-way transfer by CAS ping-pong), against 8.0-9.0
+//   with 0 and 1.00 with 1 predicted from the same run's transfer, hit and RMW figures.
+//   Neither fits: the holder keeps the line for about two more adds (some 12 ns), less than
+//   0's half transfer and more than 1's nothing. (A first measurement, which noted each value's
+//   owner in one array both threads wrote, read 1.23-1.34: those stores moved lines between
+//   the two cores too and held each add back.) Off by default because every shipped result was
+//   made with 0; what 1 does to the fidelity scores: results/README.md "Line hand-over".
 //   A plain (buffered) store is ordered at issue: its core goes on, and nothing waits for it.
 //   A seq_cst store
 //   (P::Atomic store(v), x86 xchg) costs like an RMW without the extra.
@@ -396,9 +399,8 @@ struct SimConfig {
                                             // ordered at its arrival, ahead of them
   uint32_t request_at_issue = 0;            // 1: a miss's request leaves at issue and waits
                                             // at the line while it is busy (COST MODEL
-                                            // "Misses", request_at_issue; nearer to two real
-                                            // CPUs' fetch_add runs); 0: it leaves once the
-                                            // line is free (every shipped result)
+                                            // "Misses", request_at_issue); 0: it leaves once
+                                            // the line is free (every shipped result)
   uint64_t pause_ns = 40;                   // PAUSE: ~140 cycles since Skylake-SP (Intel
                                             // optimization manual, 2.5.4) at 3.5 GHz
 
