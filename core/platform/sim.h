@@ -401,6 +401,10 @@ struct SimConfig {
                                             // at the line while it is busy (COST MODEL
                                             // "Misses", request_at_issue); 0: it leaves once
                                             // the line is free (every shipped result)
+  uint64_t snoop_window_ns = 0;             // with request_at_issue 1: a request waiting at
+                                            // a busy line is ordered this long after it frees
+                                            // (the holder's accesses issued meanwhile are hits
+                                            // that come first); 0: at once
   uint64_t pause_ns = 40;                   // PAUSE: ~140 cycles since Skylake-SP (Intel
                                             // optimization manual, 2.5.4) at 3.5 GHz
 

@@ -264,7 +264,8 @@ void Simulation::stream_load(Fiber& f, const void* p) {
 // Returns false (and does nothing) when the rule is off or the line is free at the arrival:
 // served as before.
 bool Simulation::await_snoop(Fiber& f, uint32_t id, bool ownership, uint64_t extra) {
-  if (cfg_.snoop_linger == 0) return false;
+  const bool window = cfg_.snoop_linger == 0 && cfg_.request_at_issue != 0 && cfg_.snoop_window_ns > 0;
+  if (cfg_.snoop_linger == 0 && !window) return false;
   const uint64_t free_at = std::max(lines_[id].busy_until, lines_[id].queue_until);
   if (free_at <= f.clock) return false;
   const bool held = holders_[size_t{id} * words_ + f.core / 64] >> (f.core % 64) & 1;
@@ -272,7 +273,9 @@ bool Simulation::await_snoop(Fiber& f, uint32_t id, bool ownership, uint64_t ext
                                     : (held ? Distance::kHit : read_distance(id, f.core)));
   if (ownership) lines_[id].queue_until = free_at + leg + extra;  // when it will be done
   counters_.line_wait_ns += free_at - f.clock;
-  f.clock = free_at + leg / 2;
+  // snoop_linger: the snoop leaves when the line frees and lands half the transfer later;
+  // snoop_window_ns: the request waited at the line and its snoop lands that long after.
+  f.clock = free_at + (window ? std::min(cfg_.snoop_window_ns, leg) : leg / 2);
   sync(f);  // the holder's accesses issued before the snoop lands run first
   // Preempted at the snoop, the fiber may have moved (to a core that holds the line).
   const bool holds = holders_[size_t{id} * words_ + f.core / 64] >> (f.core % 64) & 1;
@@ -282,7 +285,9 @@ bool Simulation::await_snoop(Fiber& f, uint32_t id, bool ownership, uint64_t ext
   const uint64_t served = std::max(f.clock, lines_[id].busy_until);
   counters_.line_wait_ns += served - f.clock;  // the holder's access in flight at the snoop
   last_start_ = served;
-  f.clock = served + (ns(from) - ns(from) / 2) + extra;
+  // The data's leg: the rest of a whole transfer after the snoop landed.
+  const uint64_t landed = window ? std::min(cfg_.snoop_window_ns, ns(from)) : ns(from) / 2;
+  f.clock = served + (ns(from) - landed) + extra;
   if (ownership) {
     take_ownership(id, f.core, f.clock);
   } else {

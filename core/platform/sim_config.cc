@@ -49,6 +49,9 @@ namespace {
   X(request_at_issue, "0 or 1", 0, 1, kClosed,                                                    \
     "1: a miss's request leaves at issue and waits at a busy line, so the holder's later "       \
     "accesses come after it; 0: it leaves when the line frees (the holder keeps it meanwhile)")  \
+  X(snoop_window_ns, "ns", 0, kInf, kClosed,                                                      \
+    "with request_at_issue 1 (and snoop_linger 0): a request waiting at a busy line is ordered "  \
+    "this long after the line frees, so the holder's accesses issued meanwhile come first")      \
   X(pause_ns, "ns", 1, kInf, kClosed, "one PAUSE: SPIN_DELAY() in s_lock-style spin loops")      \
   X(spin_park_after, "iterations", 0, kInf, kClosed,                                              \
     "simulator speed, not the model: unchanged (load, spin delay) pairs before a spinner parks; " \

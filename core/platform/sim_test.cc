@@ -490,6 +490,20 @@ TEST_CASE("sim: request_at_issue: a request issued while its line is busy waits 
   // The same with the holder-first rule on top: the holder gets half a transfer again.
   cfg.snoop_linger = 1;
   CHECK(sim_fetch_add_run_length(cfg, 400) > 8.0);
+  // snoop_window_ns: the waiting request is ordered that long after the line frees; the
+  // holder's adds issued meanwhile (one per line_hit_ns + rmw_extra_ns) come first.
+  cfg.snoop_linger = 0;
+  for (const uint64_t window : {3u, 9u, 15u}) {
+    cfg.snoop_window_ns = window;
+    INFO("window " << window);
+    CHECK(sim_fetch_add_run_length(cfg, 400) ==
+          Approx(1.0 + static_cast<double>(window / (cfg.line_hit_ns + cfg.rmw_extra_ns)))
+              .margin(0.05));
+  }
+  // Without request_at_issue the window is not used (the request leaves when the line frees).
+  cfg.request_at_issue = 0;
+  cfg.snoop_window_ns = 15;
+  CHECK(sim_fetch_add_run_length(cfg, 400) == when_free);
 }
 
 TEST_CASE("sim: snoop_linger: CAS tries per success of N cores in a CAS loop", "[sim]") {
