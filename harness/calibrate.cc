@@ -242,6 +242,7 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
                           cpus.size(), show(m, "bytes/ns")));
   }
   uint32_t at_issue = 0;
+  uint64_t window = 0;
   {
     // request_at_issue: whether a miss's request waits at a busy line (sim.h COST MODEL
     // "Misses"). Two CPUs suffice: back-to-back fetch_adds by two threads, measured here and
@@ -277,25 +278,53 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
       const double when_free = sim_fetch_add_run_length(sc, 2000);
       sc.request_at_issue = 1;
       const double waits = sim_fetch_add_run_length(sc, 2000);
-      // Decided only when the two predictions differ by 1.5x or more and the measurement is
-      // clearly nearer one of them (at most half the other's distance, on a log scale): a
-      // measurement between the two says that neither rule fits this machine.
+      // Used only when the two predictions differ by 1.5x or more and the threads were pinned.
+      // Clearly nearer one (at most half the other's distance on a log scale): that rule. In
+      // between: request_at_issue 1 with the snoop_window_ns (0 .. one transfer, searched)
+      // whose simulated runs are nearest the measured ones.
       const bool distinct = waits > 0 && when_free / waits >= 1.5;
-      const double to_free = m.median > 0 ? std::abs(std::log(m.median / when_free)) : 0;
-      const double to_waits = m.median > 0 ? std::abs(std::log(m.median / waits)) : 0;
       const bool usable = distinct && pinned && m.median > 0;
-      const bool decided = usable && (to_waits <= 0.5 * to_free || to_free <= 0.5 * to_waits);
-      if (decided) at_issue = to_waits < to_free ? 1 : 0;
-      const char* verdict =
-          !pinned     ? "; the threads could not be pinned: undecided, 0 (the model the shipped "
-                        "results use)"
-          : !distinct ? "; too close to tell apart: 0, the model the shipped results use"
-          : !usable   ? "; no run measured: undecided, 0 (the model the shipped results use)"
-          : decided   ? "; clearly nearer that one on a log scale (1 makes runs differ from the "
-                        "shipped results, made with 0: README \"Platforms\")"
-                      : "; between the two, near neither (a holder keeps the line for less than "
-                        "0's half transfer, but not for nothing): undecided, 0 (the model the "
-                        "shipped results use)";
+      const double to_free = usable ? std::abs(std::log(m.median / when_free)) : 0;
+      const double to_waits = usable ? std::abs(std::log(m.median / waits)) : 0;
+      std::string verdict;
+      if (!pinned) {
+        verdict = "; the threads could not be pinned: undecided, 0 (the model the shipped results use)";
+      } else if (!distinct) {
+        verdict = "; too close to tell apart: 0, the model the shipped results use";
+      } else if (!usable) {
+        verdict = "; no run measured: undecided, 0 (the model the shipped results use)";
+      } else if (to_free <= 0.5 * to_waits) {
+        verdict = "; clearly nearer 0, the model the shipped results use";
+      } else {
+        at_issue = 1;
+        if (to_waits <= 0.5 * to_free) {
+          verdict = "; clearly nearer 1 (which makes runs differ from the shipped results, made "
+                    "with 0: README \"Platforms\")";
+        } else {
+          // Runs grow with the window (one more add per line_hit_ns + rmw_extra_ns of it).
+          uint64_t lo = 0, hi = sc.same_socket_transfer_ns;
+          if (b == other_socket) hi = sc.cross_socket_transfer_ns;
+          auto runs = [&](uint64_t w) {
+            sc.snoop_window_ns = w;
+            return sim_fetch_add_run_length(sc, 2000);
+          };
+          while (lo < hi) {  // the smallest window whose runs reach the measured ones
+            const uint64_t mid = (lo + hi) / 2;
+            if (runs(mid) < m.median) lo = mid + 1;
+            else hi = mid;
+          }
+          if (lo > 0 && std::abs(std::log(m.median / runs(lo - 1))) <
+                            std::abs(std::log(m.median / runs(lo))))
+            --lo;
+          window = lo;
+          verdict = absl::StrFormat(
+              "; between the two (a holder keeps the line for less than 0's half transfer, but "
+              "not for nothing): 1 with snoop_window_ns %d, whose simulated runs are %.2f (this "
+              "makes runs differ from the shipped results, made with 0 and no window: README "
+              "\"Platforms\")",
+              window, runs(window));
+        }
+      }
       src = absl::StrFormat(
           "back-to-back fetch_adds by cpu %d and cpu %d%s, %d adds each: mean run length %s; the "
           "simulated pair predicts %.2f with the request leaving once the line frees (0), %.2f "
@@ -303,10 +332,14 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
           cpu_a, b->cpu, pinned ? " (pinned)" : " (pinning failed: unpinned)", kAdds,
           show(m, "adds"), when_free, waits, verdict);
       p.note(absl::StrFormat("line hand-over: fetch_add runs of %.2f on two CPUs (simulated: "
-                             "%.2f when free, %.2f waiting) -> request_at_issue %d%s",
-                             m.median, when_free, waits, at_issue, decided ? "" : " (undecided)"));
+                             "%.2f when free, %.2f waiting) -> request_at_issue %d, "
+                             "snoop_window_ns %d",
+                             m.median, when_free, waits, at_issue, window));
     }
     p.set("request_at_issue", at_issue, src);
+    p.set("snoop_window_ns", window,
+          window > 0 ? "fitted to the fetch_add runs: see request_at_issue"
+                     : "0: no window (see request_at_issue)");
   }
   {
     // snoop_linger: how a contended line is handed on (sim.h COST MODEL "Misses"). The same CAS
@@ -341,6 +374,7 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
       sc.cross_socket_transfer_ns = measured_ns("cross_socket_transfer_ns");
       sc.wake_jitter = 0;
       sc.request_at_issue = at_issue;
+      sc.snoop_window_ns = window;
       sc.snoop_linger = 0;
       const double at_arrival = sim_cas_loop_tries_per_success(sc, n, 100);
       sc.snoop_linger = 1;

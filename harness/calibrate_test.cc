@@ -202,8 +202,13 @@ TEST_CASE("calibrate --quick writes a preset file that loads with plausible valu
     CHECK(at_issue.find("predicts") != std::string::npos);
     CHECK(log.str().find("fetch_add run length") != std::string::npos);
   }
-  if (at_issue.find("undecided") != std::string::npos || at_issue.find("too close") != std::string::npos)
+  if (at_issue.find("undecided") != std::string::npos || at_issue.find("too close") != std::string::npos ||
+      at_issue.find("nearer 0") != std::string::npos)
     CHECK(c.request_at_issue == 0);
+  if (c.snoop_window_ns > 0) {  // fitted: only between the two rules, with request_at_issue 1
+    CHECK(c.request_at_issue == 1);
+    CHECK(at_issue.find("between the two") != std::string::npos);
+  }
   // What was not measured keeps SimConfig's default.
   const SimConfig d;
   CHECK(c.time_slice_ns == d.time_slice_ns);

@@ -110,8 +110,14 @@
 //   Neither fits: the holder keeps the line for about two more adds (some 12 ns), less than
 //   0's half transfer and more than 1's nothing. (A first measurement, which noted each value's
 //   owner in one array both threads wrote, read 1.23-1.34: those stores moved lines between
-//   the two cores too and held each add back.) Off by default because every shipped result was
-//   made with 0; what 1 does to the fidelity scores: results/README.md "Line hand-over".
+//   the two cores too and held each add back.) snoop_window_ns (0 by default; with 1 and
+//   snoop_linger 0) models that: a request waiting at a busy line is ordered that long after
+//   the line frees (await_snoop), so the holder's accesses issued meanwhile are hits that come
+//   first, about one add per line_hit_ns + rmw_extra_ns of window; the data comes back a whole
+//   transfer after the line freed, as without it. `walbench calibrate` fits the window to the
+//   measured runs when they lie between the two rules (here 12 ns: runs of 3.00 simulated).
+//   Off by default because every shipped result was made with 0 and no window; what 1, with and
+//   without a window, does to the fidelity scores: results/README.md "Line hand-over".
 //   A plain (buffered) store is ordered at issue: its core goes on, and nothing waits for it.
 //   A seq_cst store
 //   (P::Atomic store(v), x86 xchg) costs like an RMW without the extra.
