@@ -378,6 +378,7 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
       sc.snoop_linger = 0;
       const double at_arrival = sim_cas_loop_tries_per_success(sc, n, 100);
       sc.snoop_linger = 1;
+      sc.snoop_window_ns = 0;  // snoop_linger 1 has its own window (validate)
       const double holder_first = sim_cas_loop_tries_per_success(sc, n, 100);
       const double measured = m.tries_per_success;
       const bool distinct = holder_first > 0 && at_arrival / holder_first >= 1.5;
@@ -398,10 +399,16 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
                              measured, n, at_arrival, holder_first, linger,
                              distinct ? "" : " (undecided)"));
     }
-    if (linger == 1 && at_issue == 1)
+    if (linger == 1 && at_issue == 1) {
       p.note("line hand-over: snoop_linger 1 on top of request_at_issue 1 gives a holder half a "
              "transfer of hits again, which the fetch_add runs chose against: the two measurements "
              "disagree; check both before using this preset");
+      if (window > 0)
+        p.set("snoop_window_ns", 0,
+              absl::StrFormat("0: snoop_linger 1 (the CAS loop) brings its own window, half a "
+                              "transfer; the fetch_add runs fitted %d ns",
+                              window));
+    }
     p.set("snoop_linger", linger, src);
   }
   {

@@ -104,18 +104,22 @@
 //   (runs of 1.00, a transfer per add). Measured on the development VM (2 vCPUs of an Intel
 //   Xeon under KVM, otherwise idle, 2026-12-05; harness/calibrate_cpu.h fetch_add_run_length,
 //   `walbench calibrate`): runs of 3.10-3.14 adds (IQR 3.09-3.16, 15 rounds of 200,000 adds per
-//   thread, two calibrate runs; a standalone loop of 10^6 adds per thread: 2.55-3.11, 21-24 ns
-//   per add for the two, 56-69 ns per one-way transfer by CAS ping-pong), against 8.0-9.0
-//   with 0 and 1.00 with 1 predicted from the same run's transfer, hit and RMW figures.
-//   Neither fits: the holder keeps the line for about two more adds (some 12 ns), less than
-//   0's half transfer and more than 1's nothing. (A first measurement, which noted each value's
+//   thread, three calibrate runs, whose ping-pong read 78-89 ns per one-way transfer and
+//   1 + 5 ns per add; a standalone loop of 10^6 adds per thread: 2.55-3.11, 21-24 ns per add
+//   for the two), against 8.0-9.0 with 0 and 1.00 with 1 predicted from the same run's
+//   transfer, hit and RMW figures. Neither fits: the holder keeps the line for about two more
+//   adds (7-12 ns of window at 6 ns per add give runs of 3), far less than 0's half transfer
+//   and more than 1's nothing. Two vCPUs of a KVM guest, whose placement on the host is not
+//   known: one measurement of one machine. (A first measurement, which noted each value's
 //   owner in one array both threads wrote, read 1.23-1.34: those stores moved lines between
 //   the two cores too and held each add back.) snoop_window_ns (0 by default; with 1 and
 //   snoop_linger 0) models that: a request waiting at a busy line is ordered that long after
 //   the line frees (await_snoop), so the holder's accesses issued meanwhile are hits that come
 //   first, about one add per line_hit_ns + rmw_extra_ns of window; the data comes back a whole
 //   transfer after the line freed, as without it. `walbench calibrate` fits the window to the
-//   measured runs when they lie between the two rules (here 12 ns: runs of 3.00 simulated).
+//   measured runs when they lie between the two rules (here 12 ns, the top of the 7-12 ns step
+//   that gives runs of 3.00). The window must be 0 unless request_at_issue is 1 and snoop_linger
+//   is 0 (validate).
 //   Off by default because every shipped result was made with 0 and no window; what 1, with and
 //   without a window, does to the fidelity scores: results/README.md "Line hand-over".
 //   A plain (buffered) store is ordered at issue: its core goes on, and nothing waits for it.
@@ -742,7 +746,8 @@ class Simulation {
   struct Fiber;
   struct Line {
     uint64_t busy_until = 0;  // RMW serialization: the line is in flight until then
-    uint64_t queue_until = 0; // snoop_linger: when the last request queued here will be served
+    uint64_t queue_until = 0; // snoop_linger, snoop_window_ns: when the last request queued here
+                              // will be served
     int32_t owner = -1;       // physical core holding it modified/exclusive, -1 if none
     uint32_t version = 0;     // value-changing writes
     int32_t parked_head = -1; // fibers parked on this line (doubly linked through Fiber)

@@ -261,8 +261,10 @@ void Simulation::stream_load(Fiber& f, const void* p) {
 // does not hold the line, so loads queued together are served alike, and an ownership request
 // that arrives after a queued load but lands its snoop first is ordered before it. Buffered
 // stores and streamed loads are ordered at issue, as without the rule, and do not queue.
-// Returns false (and does nothing) when the rule is off or the line is free at the arrival:
-// served as before.
+// snoop_window_ns (with request_at_issue 1 and snoop_linger 0) uses the same queue, with the
+// snoop landing that long after the line frees instead of half a transfer (the request already
+// waited at the line). Returns false (and does nothing) when neither is on or the line is free
+// at the arrival: served as before.
 bool Simulation::await_snoop(Fiber& f, uint32_t id, bool ownership, uint64_t extra) {
   const bool window = cfg_.snoop_linger == 0 && cfg_.request_at_issue != 0 && cfg_.snoop_window_ns > 0;
   if (cfg_.snoop_linger == 0 && !window) return false;

@@ -450,6 +450,9 @@ void SimConfig::validate(const std::string& path) const {
   need(sockets >= 1 && cores % sockets == 0, "sockets", "must be >= 1 and divide cores");
   need(cores_per_cluster == 0 || (cores / sockets) % cores_per_cluster == 0, "cores_per_cluster",
        "must be 0 or divide the cores of a socket");
+  need(snoop_window_ns == 0 || (request_at_issue == 1 && snoop_linger == 0), "snoop_window_ns",
+       "must be 0 unless request_at_issue is 1 and snoop_linger is 0 (the window is that of a "
+       "request waiting at the line; snoop_linger 1 has its own, half a transfer)");
 #define WALBENCH_SIM_CHECK(f, unit, lo, hi, bound, doc) check(#f, static_cast<double>(f), lo, hi, bound);
   WALBENCH_SIM_PARAMS(WALBENCH_SIM_CHECK)
 #undef WALBENCH_SIM_CHECK

@@ -500,10 +500,15 @@ TEST_CASE("sim: request_at_issue: a request issued while its line is busy waits 
           Approx(1.0 + static_cast<double>(window / (cfg.line_hit_ns + cfg.rmw_extra_ns)))
               .margin(0.05));
   }
-  // Without request_at_issue the window is not used (the request leaves when the line frees).
+  // A window needs request_at_issue 1 and snoop_linger 0: a config asking otherwise is refused.
   cfg.request_at_issue = 0;
-  cfg.snoop_window_ns = 15;
-  CHECK(sim_fetch_add_run_length(cfg, 400) == when_free);
+  CHECK_THROWS_WITH(cfg.validate("platform"), Catch::Contains("snoop_window_ns") &&
+                                                  Catch::Contains("request_at_issue is 1"));
+  cfg.request_at_issue = 1;
+  cfg.snoop_linger = 1;
+  CHECK_THROWS_WITH(cfg.validate("platform"), Catch::Contains("snoop_linger is 0"));
+  cfg.snoop_linger = 0;
+  CHECK_NOTHROW(cfg.validate("platform"));
 }
 
 TEST_CASE("sim: snoop_linger: CAS tries per success of N cores in a CAS loop", "[sim]") {
