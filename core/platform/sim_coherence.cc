@@ -189,8 +189,8 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
     take_ownership(id, c, done);
     return id;
   }
-  counters_.line_wait_ns += start - t;
   if (at_issue == Distance::kHit) {  // owned, or an unshared copy upgraded: no request leaves
+    counters_.line_wait_ns += start - t;
     count(at_issue);
     last_start_ = start;
     f.clock = start + ns(at_issue) + extra;
@@ -200,7 +200,7 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
   // A miss (COST MODEL "Misses"): ordered when its request reaches the line, like a load's:
   // whatever reached the line first (a load, another RMW) is served first.
   const uint64_t leaves = request_start(t, l.busy_until);
-  counters_.line_wait_ns -= start - leaves;  // with request_at_issue the wait is the line's
+  counters_.line_wait_ns += leaves - t;  // with request_at_issue the wait is at the line
   f.clock = leaves + ns(at_issue) / 2;
   sync(f);
   if (await_snoop(f, id, /*ownership=*/true, extra)) return id;
