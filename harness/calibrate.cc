@@ -398,6 +398,29 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
                              "%.2f at arrival, %.2f holder first) -> snoop_linger %d%s",
                              measured, n, at_arrival, holder_first, linger,
                              distinct ? "" : " (undecided)"));
+      // The herd after a wait-list lock's release (sim.h COST MODEL "Misses": loads of one
+      // line in parallel), measured and predicted; a check for the reader, no parameter.
+      const TtasLockFigures t = ttas_lock_contention(cpus, quick ? 3 : 9, (quick ? 10 : 30) * 1e6);
+      std::vector<double> t_per_us = t.acquisitions_per_ns;
+      for (double& v : t_per_us) v *= 1000;
+      p.figure(absl::StrFormat("wait-list lock (TTAS) on one word, all %d CPUs (acquisitions)", n),
+               spread_of(t_per_us), "per us");
+      sc.snoop_linger = 0;
+      sc.request_at_issue = 0;
+      sc.snoop_window_ns = 0;
+      const double shipped_herd = sim_ttas_failed_rmws_per_acquisition(sc, n, 100);
+      sc.snoop_linger = linger;
+      sc.request_at_issue = at_issue;
+      sc.snoop_window_ns = linger == 1 ? 0 : window;
+      const double preset_herd = sim_ttas_failed_rmws_per_acquisition(sc, n, 100);
+      p.note(absl::StrFormat(
+          "wait-list lock herd: %.2f failed fetch_or per acquisition on %d CPUs; the simulated "
+          "machine predicts %.2f with the shipped hand-over (request_at_issue 0, snoop_linger "
+          "0), %.2f with this preset's%s",
+          t.failed_rmws_per_acquisition, n, shipped_herd, preset_herd,
+          n < 4 ? " (on two or three CPUs this is a spinner's race with the releaser's next "
+                  "fetch_or more than a herd)"
+                : ""));
     }
     if (linger == 1 && at_issue == 1) {
       p.note("line hand-over: snoop_linger 1 on top of request_at_issue 1 gives a holder half a "

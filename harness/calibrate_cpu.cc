@@ -260,6 +260,49 @@ CasLoopFigures cas_loop_contention(const std::vector<int>& cpus, int samples, do
   return out;
 }
 
+TtasLockFigures ttas_lock_contention(const std::vector<int>& cpus, int samples, double window_ns) {
+  constexpr uint32_t kLocked = 1;
+  struct alignas(64) Count {
+    uint64_t failed = 0, acquisitions = 0;
+  };
+  struct alignas(64) Word {
+    std::atomic<uint32_t> v{0};
+  };
+  auto word = std::make_unique<Word>();
+  auto links = std::make_unique<Word>();
+  std::vector<Count> counts(cpus.size());
+  TtasLockFigures out;
+  out.acquisitions_per_ns = aggregate_rate_all_cpus(
+      cpus, samples, window_ns, [](size_t) {},
+      [&](size_t k) {
+        constexpr int kBatch = 16;
+        Count& c = counts[k];
+        for (int i = 0; i < kBatch; ++i) {
+          uint32_t old = word->v.fetch_or(kLocked);
+          while (old & kLocked) {
+            ++c.failed;
+            do {
+              cpu_relax();
+              old = word->v.load(std::memory_order_relaxed);
+            } while (old & kLocked);
+            old = word->v.fetch_or(kLocked);
+          }
+          links->v.store(static_cast<uint32_t>(k), std::memory_order_relaxed);
+          word->v.fetch_and(~kLocked);
+          ++c.acquisitions;
+        }
+        return kBatch;
+      });
+  uint64_t failed = 0, acquisitions = 0;
+  for (const Count& c : counts) {
+    failed += c.failed;
+    acquisitions += c.acquisitions;
+  }
+  out.failed_rmws_per_acquisition =
+      acquisitions ? static_cast<double>(failed) / static_cast<double>(acquisitions) : 0.0;
+  return out;
+}
+
 namespace {
 // Bytes per ns of crc(buffer) over a cache-resident 64 KiB buffer of random bytes.
 template <class Crc>

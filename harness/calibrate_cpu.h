@@ -60,6 +60,19 @@ struct CasLoopFigures {
 };
 CasLoopFigures cas_loop_contention(const std::vector<int>& cpus, int samples, double window_ns);
 
+// Every listed CPU at once, one pinned thread each, takes one lock word as LWLockWaitListLock
+// takes an LWLock's wait-list bit (fetch_or; while the bit was set, spin reading with a PAUSE
+// per read, then fetch_or again), stores once to a second shared line (the wait list's links)
+// and releases with fetch_and, for `window_ns` per sample. failed_rmws_per_acquisition: the
+// fetch_ors that found the bit set, per acquisition (the herd after each release), over all
+// samples; acquisitions_per_ns per sample. Printed beside the simulator's prediction of the
+// same loop (sim_ttas_failed_rmws_per_acquisition); it sets no parameter.
+struct TtasLockFigures {
+  double failed_rmws_per_acquisition = 0;
+  std::vector<double> acquisitions_per_ns;
+};
+TtasLockFigures ttas_lock_contention(const std::vector<int>& cpus, int samples, double window_ns);
+
 // The loop PostgreSQL's CRC runs (crc32c_sse42_loop) lives with the model's CRC.
 using walbench::crc32c_sse42_loop;
 using walbench::have_crc32c_sse42;

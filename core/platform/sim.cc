@@ -661,6 +661,43 @@ double sim_cas_loop_tries_per_success(const SimConfig& cfg, uint32_t threads, ui
   return threads == 0 || wins == 0 ? 0.0 : static_cast<double>(all) / (static_cast<double>(threads) * wins);
 }
 
+double sim_ttas_failed_rmws_per_acquisition(const SimConfig& cfg, uint32_t threads,
+                                            uint32_t acquisitions) {
+  constexpr uint32_t kLocked = 1;
+  struct alignas(64) Word {
+    SimPlatform::Atomic<uint32_t> v;
+  };
+  struct alignas(64) Links {
+    SimPlatform::Atomic<uint32_t> v;
+  };
+  auto word = std::make_unique<Word>();
+  auto links = std::make_unique<Links>();
+  std::vector<uint64_t> failed(threads, 0);
+  Simulation sim(cfg, 1);
+  for (uint32_t k = 0; k < threads; ++k)
+    sim.spawn([&, k] {
+      for (uint32_t i = 0; i < acquisitions; ++i) {
+        uint32_t old = word->v.fetch_or(kLocked);
+        while (old & kLocked) {
+          ++failed[k];
+          do {
+            SimPlatform::spin_delay();
+            old = word->v.load();
+          } while (old & kLocked);
+          old = word->v.fetch_or(kLocked);
+        }
+        links->v.store(k);
+        word->v.fetch_and(~kLocked);
+      }
+    }, "ttas");
+  if (!sim.run().finished()) return 0.0;
+  uint64_t all = 0;
+  for (const uint64_t f : failed) all += f;
+  return threads == 0 || acquisitions == 0
+             ? 0.0
+             : static_cast<double>(all) / (static_cast<double>(threads) * acquisitions);
+}
+
 double owner_run_length(const std::vector<uint8_t>& owner) {
   const size_t n = owner.size();
   if (n == 0) return 0.0;

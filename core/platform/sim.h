@@ -63,7 +63,9 @@
 //   showed (fsync-off waitlist, 16 B, 256 clients: 27.4M wait-list-lock spins then 5.2M).
 //   Departures: the request and data legs are equal halves of the transfer; the request leg
 //   is priced at issue. A load does not hold the line: concurrent load misses of one line
-//   proceed in parallel (nothing serves them one at a time), and a store or RMW that reaches
+//   proceed in parallel (nothing serves them one at a time; so after a test-and-test-and-set
+//   lock's release every spinner can see it free and send its RMW, a herd that `walbench
+//   calibrate` prints beside the machine's own, sim_ttas_failed_rmws_per_acquisition), and a store or RMW that reaches
 //   the line while a load waits there for an earlier writer is served alongside that load (both
 //   at busy until + a whole transfer), not after it. A load whose physical core received the
 //   line while its request travelled (an SMT sibling's miss, served first) completes at hit
@@ -1302,6 +1304,19 @@ static_assert(Platform<SimPlatform>);
 // LWLockAttemptLock do). Returns the CAS tries per success: with snoop_linger 0 about 0.4 x
 // threads (a failed CAS's retry queues behind the others' requests), with 1 about 1.2-1.4.
 double sim_cas_loop_tries_per_success(const SimConfig& cfg, uint32_t threads, uint32_t wins);
+
+// The test-and-test-and-set lock `walbench calibrate` measures on the real machine
+// (harness/calibrate_cpu.h ttas_lock_contention), run on the simulated machine `cfg`: `threads`
+// fibers (at most cfg's hardware threads) each take one lock word `acquisitions` times as
+// LWLockWaitListLock takes an LWLock's wait-list bit (fetch_or; while the bit was set, spin
+// reading the word with one SPIN_DELAY per read, then fetch_or again), store once to a second
+// shared line (the wait list's links) and release with fetch_and. Returns the failed fetch_ors
+// per acquisition: how many spinners saw the released word free and sent an RMW that found it
+// taken again (the herd after each release). Loads of one line proceed in parallel here (COST
+// MODEL "Misses"), so every spinner that re-reads after a release can see it free: the figure
+// grows with the spinners; a machine that serves those reads one at a time shows fewer.
+double sim_ttas_failed_rmws_per_acquisition(const SimConfig& cfg, uint32_t threads,
+                                            uint32_t acquisitions);
 
 // The line hand-over micro-benchmark `walbench calibrate` runs on two real CPUs
 // (harness/calibrate_cpu.h fetch_add_run_length), on the simulated machine `cfg` (at least two

@@ -537,6 +537,24 @@ TEST_CASE("sim: snoop_linger: CAS tries per success of N cores in a CAS loop", "
   CHECK(a2 / s2 < 1.5);
 }
 
+TEST_CASE("sim: the herd after a test-and-test-and-set lock's release grows with the spinners",
+          "[sim]") {
+  // The wait-list-lock loop `walbench calibrate` measures (sim_ttas_failed_rmws_per_acquisition).
+  // Loads of one line are served in parallel, so the spinners that re-read the released word
+  // see it free and each send a fetch_or: the failed ones per acquisition grow with N. Two
+  // cores have at most one other contender.
+  const double two = sim_ttas_failed_rmws_per_acquisition(small_machine(2, 1, SimPlacement::kSpread), 2, 200);
+  const double eight = sim_ttas_failed_rmws_per_acquisition(small_machine(8, 2, SimPlacement::kSpread), 8, 200);
+  const double thirty_two = sim_ttas_failed_rmws_per_acquisition(small_machine(32, 2, SimPlacement::kSpread), 32, 100);
+  INFO("failed fetch_or per acquisition: 2 cores " << two << ", 8 cores " << eight
+                                                   << ", 32 cores " << thirty_two);
+  CHECK(two <= 1.0);
+  CHECK(eight > two);
+  CHECK(thirty_two > eight);
+  // Deterministic: the same machine gives the same figure.
+  CHECK(sim_ttas_failed_rmws_per_acquisition(small_machine(8, 2, SimPlacement::kSpread), 8, 200) == eight);
+}
+
 TEST_CASE("sim: an RMW is ordered where its request reaches the line, first come, first served",
           "[sim]") {
   // spread on 4 cores, 2 sockets: the owner on core 0 and the incrementer on core 1 (socket 0),
