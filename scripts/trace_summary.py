@@ -8,7 +8,10 @@ the number of client tracks (`client N`; the WAL writer is left out unless --wri
 window, from its first instant to its last event. Shares are inclusive: a slice's time counts
 the slices nested in it (a `wait <lock>` holds the wait events its client published meanwhile;
 a hold can hold waits for other locks), so they may add up to more than 100%; "outside every
-slice" is the time no slice covered (the client running its own code between locks).
+slice" is the time no slice covered (the client running its own code between locks). Slices
+the window cut (open at its start, or closed by its end: `cut_by_window_end`) count in the
+shares and in "count" but not in mean, median and max ("cut" says how many). A slice closed and
+reopened around an out-of-order release (`continued`) counts once.
 
 What a `wait <lock>` slice was made of is the question this answers that Perfetto does not add
 up: its "asleep" column is the time inside it under a nested wait event (the client asleep on
@@ -24,6 +27,7 @@ Usage: scripts/trace_summary.py TRACE.json [--top N] [--writer] [--json]
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 
@@ -61,7 +65,13 @@ def summarise(doc, meta, writer=False):
               if n.startswith("client ") or (writer and n == "WAL writer")}
     if not tracks:
         raise TraceError("$.traceEvents: no client tracks (thread_name metadata of pid 1)")
-    start = float(meta.get("window_start_ns", 0)) / 1000.0
+    window_start = meta.get("window_start_ns")
+    if not isinstance(window_start, (int, float)):
+        raise TraceError("$.otherData.walbench.window_start_ns: expected the window's start in ns "
+                         "(null: the run's timed window never opened, so nothing was traced)")
+    # Timestamps are microseconds from ts_origin_ns (0 on the simulator, the window's start on
+    # real threads).
+    start = (float(window_start) - float(meta.get("ts_origin_ns", 0) or 0)) / 1000.0
     timed = [e for e in events if e.get("ph") in ("B", "E") and e.get("pid") == 1
              and e.get("tid") in tracks]
     end = max((float(e["ts"]) for e in events if "ts" in e), default=start)
@@ -72,32 +82,53 @@ def summarise(doc, meta, writer=False):
     # keeps that order for equal timestamps (a zero-length slice, a reopened one).
     timed.sort(key=lambda e: float(e["ts"]))
 
-    stats = {}  # name -> {"cat", "durations", "total", "asleep"}
+    stats = {}  # display name -> {"cat", "durations", "cut", "total", "asleep"}
+
+    def stat(name, cat):
+        return stats.setdefault(name, {"cat": cat, "durations": [], "cut": [], "total": 0.0,
+                                       "asleep": 0.0})
+
     covered = 0.0
     stacks = {tid: [] for tid in tracks}
+    # Per track, the last closed piece of each raw slice name: (display name, index into its
+    # durations); a `continued` begin (the slice reopened after a lock released out of order)
+    # extends that piece instead of starting a new slice.
+    last_piece = {tid: {} for tid in tracks}
     for e in timed:
-        stack = stacks[e["tid"]]
+        tid = e["tid"]
+        stack = stacks[tid]
         ts = float(e["ts"])
+        args = e.get("args", {}) or {}
         if e["ph"] == "B":
-            name = e["name"]
-            mode = e.get("args", {}).get("mode")
-            if e.get("cat") == "lock_wait" and mode:
-                name = f"{name} ({mode})"  # shared and exclusive waiters apart
-            stack.append({"name": name, "cat": e.get("cat", ""), "ts": ts, "asleep": 0.0,
-                          "continued": bool(e.get("args", {}).get("continued"))})
+            raw = e["name"]
+            piece = last_piece[tid].get(raw) if args.get("continued") else None
+            if piece is not None:
+                name = piece[0]
+            else:
+                name = raw
+                if e.get("cat") == "lock_wait" and args.get("mode"):
+                    name = f"{raw} ({args['mode']})"  # shared and exclusive waiters apart
+            stack.append({"raw": raw, "name": name, "cat": e.get("cat", ""), "ts": ts,
+                          "asleep": 0.0, "piece": piece,
+                          "cut": ts <= start})  # open when the window began: cut there
             continue
         if not stack:
             continue  # an end whose begin preceded the window
         s = stack.pop()
         d = ts - s["ts"]
-        st = stats.setdefault(s["name"], {"cat": s["cat"], "durations": [], "total": 0.0,
-                                          "asleep": 0.0})
+        cut = s["cut"] or bool(args.get("cut_by_window_end"))
+        st = stat(s["name"], s["cat"])
         st["total"] += d
         st["asleep"] += s["asleep"]
-        if s["continued"] and st["durations"]:
-            st["durations"][-1] += d  # the same slice, closed and reopened around a release
+        if s["piece"] is not None:
+            i = s["piece"][1]
+            st["durations"][i] += d
+            st["cut"][i] = st["cut"][i] or cut
         else:
             st["durations"].append(d)
+            st["cut"].append(cut)
+            i = len(st["durations"]) - 1
+        last_piece[tid][s["raw"]] = (s["name"], i)
         if stack:
             if s["cat"] == "wait_event" and stack[-1]["cat"] == "lock_wait":
                 stack[-1]["asleep"] += d
@@ -107,21 +138,23 @@ def summarise(doc, meta, writer=False):
         while stack:
             s = stack.pop()
             d = end - s["ts"]
-            st = stats.setdefault(s["name"], {"cat": s["cat"], "durations": [], "total": 0.0,
-                                              "asleep": 0.0})
+            st = stat(s["name"], s["cat"])
             st["total"] += d
+            st["asleep"] += s["asleep"]
             st["durations"].append(d)
+            st["cut"].append(True)
             if not stack:
                 covered += d
     client_time = span * len(tracks)
     rows = []
     for name, st in stats.items():
-        ds = st["durations"]
+        whole = [d for d, c in zip(st["durations"], st["cut"]) if not c]
         row = {"name": name, "kind": st["cat"] or "slice", "total_us": st["total"],
-               "share": st["total"] / client_time, "count": len(ds),
-               "mean_us": st["total"] / len(ds) if ds else 0.0,
-               "median_us": statistics.median(ds) if ds else 0.0,
-               "max_us": max(ds) if ds else 0.0}
+               "share": st["total"] / client_time, "count": len(st["durations"]),
+               "cut": len(st["durations"]) - len(whole),
+               "mean_us": sum(whole) / len(whole) if whole else None,
+               "median_us": statistics.median(whole) if whole else None,
+               "max_us": max(whole) if whole else None}
         if st["cat"] == "lock_wait":
             row["asleep_share"] = st["asleep"] / st["total"] if st["total"] > 0 else 0.0
         rows.append(row)
@@ -138,19 +171,26 @@ def print_text(s, top):
           f"{s['client_time_us'] / 1000:.1f} ms of client time")
     rows = s["slices"] if top == 0 else s["slices"][:top]
     w = max([len("slice")] + [len(r["name"]) for r in rows])
-    print(f"{'slice':<{w}}  {'kind':<10} {'share':>7} {'count':>7} {'mean us':>9} "
+
+    def us(v):
+        return f"{v:>9.2f}" if v is not None else f"{'-':>9}"
+
+    print(f"{'slice':<{w}}  {'kind':<10} {'share':>7} {'count':>7} {'cut':>5} {'mean us':>9} "
           f"{'median us':>9} {'max us':>9}  {'asleep':>7}")
     for r in rows:
         asleep = f"{r['asleep_share'] * 100:6.1f}%" if "asleep_share" in r else ""
         line = (f"{r['name']:<{w}}  {r['kind']:<10} {r['share'] * 100:6.1f}% {r['count']:>7} "
-                f"{r['mean_us']:>9.2f} {r['median_us']:>9.2f} {r['max_us']:>9.2f}  {asleep:>7}")
+                f"{r['cut']:>5} {us(r['mean_us'])} {us(r['median_us'])} {us(r['max_us'])}  "
+                f"{asleep:>7}")
         print(line.rstrip())
     print(f"{'outside every slice':<{w}}  {'':<10} {s['outside_share'] * 100:6.1f}%")
     if top and len(s["slices"]) > top:
         print(f"({len(s['slices']) - top} more slice names; --top 0 lists all)")
     print("share: of the clients' time, inclusive (nested slices count in their parent too); "
-          "asleep: the part of a lock wait under a nested wait event (semaphore or spin-delay "
-          "sleep, I/O); the rest is attempts, wait-list-lock spinning and their line waits")
+          "cut: slices the window's start or end cut, counted in share and count but not in "
+          "mean, median and max; asleep: the part of a lock wait under a nested wait event "
+          "(semaphore or spin-delay sleep, I/O); the rest is attempts, wait-list-lock spinning "
+          "and their line waits")
 
 
 def main(argv=None):
@@ -171,11 +211,15 @@ def main(argv=None):
     except TraceError as e:
         print(f"trace_summary: {e}", file=sys.stderr)
         return 2
-    if a.json:
-        json.dump(s, sys.stdout, indent=1)
-        print()
-    else:
-        print_text(s, a.top)
+    try:
+        if a.json:
+            json.dump(s, sys.stdout, indent=1)
+            print()
+        else:
+            print_text(s, a.top)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

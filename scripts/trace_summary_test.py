@@ -36,10 +36,11 @@ def sl(tid, name, cat, b, e, args_b=None, args_e=None):
     return [begin, end]
 
 
-def doc(events, clients=2, start_us=1000.0):
+def doc(events, clients=2, start_us=1000.0, origin_us=0.0):
     return {"otherData": {"walbench": {"cell": 3, "clients": clients, "label": "x",
                                        "platform": "sim", "seed": 1, "window_s": 0.0001,
-                                       "window_start_ns": start_us * 1000}},
+                                       "window_start_ns": start_us * 1000,
+                                       "ts_origin_ns": origin_us * 1000}},
             "traceEvents": meta_events(clients) + events}
 
 
@@ -94,14 +95,49 @@ class TraceSummaryTest(unittest.TestCase):
         self.assertAlmostEqual(r["wait LWLock:I"]["asleep_share"], 0.0)
         self.assertAlmostEqual(s["outside_share"], 0.0)
 
-    def test_reopened_slice_is_one_slice(self):
-        # A hold closed and reopened (args continued) around an out-of-order release.
-        ev = (sl(1, "LWLock:A exclusive", "hold", 1000, 1010)
-              + sl(1, "LWLock:A exclusive", "hold", 1010, 1030, args_b={"continued": True})
-              + sl(2, "Client:ClientRead", "wait_event", 1000, 1030))
+    def test_reopened_slice_is_one_slice_of_its_own_track(self):
+        # A lock wait closed and reopened (args continued, no mode) around an out-of-order
+        # release, while another client's wait of the same name ends in between.
+        ev = sorted(sl(1, "wait LWLock:A", "lock_wait", 1001, 1010, args_b={"mode": "shared"})
+                    + sl(1, "wait LWLock:A", "lock_wait", 1010, 1040, args_b={"continued": True})
+                    + sl(2, "wait LWLock:A", "lock_wait", 1002, 1005, args_b={"mode": "shared"})
+                    + sl(2, "Client:ClientRead", "wait_event", 1005, 1050),
+                    key=lambda e: e["ts"])
         _, r = rows(doc(ev))
-        self.assertEqual(r["LWLock:A exclusive"]["count"], 1)
-        self.assertAlmostEqual(r["LWLock:A exclusive"]["max_us"], 30.0)
+        self.assertNotIn("wait LWLock:A", r)
+        w = r["wait LWLock:A (shared)"]
+        self.assertEqual(w["count"], 2)
+        self.assertAlmostEqual(w["max_us"], 39.0)
+        self.assertAlmostEqual(w["median_us"], 21.0)  # 3 and 39
+
+    def test_cut_slices_count_in_shares_not_in_durations(self):
+        # Client 0's wait is open when the window begins (it starts at the first instant) and
+        # client 1's is closed by the window's end.
+        ev = (sl(1, "wait LWLock:X", "lock_wait", 1000, 1020, args_b={"mode": "exclusive"})
+              + sl(1, "wait LWLock:X", "lock_wait", 1030, 1040, args_b={"mode": "exclusive"})
+              + sl(2, "wait LWLock:X", "lock_wait", 1060, 1100, args_b={"mode": "exclusive"},
+                   args_e={"cut_by_window_end": True}))
+        _, r = rows(doc(ev))
+        w = r["wait LWLock:X (exclusive)"]
+        self.assertEqual(w["count"], 3)
+        self.assertEqual(w["cut"], 2)
+        self.assertAlmostEqual(w["share"], 70 / 200)
+        self.assertAlmostEqual(w["max_us"], 10.0)
+        self.assertAlmostEqual(w["mean_us"], 10.0)
+        ev = sl(1, "IPC:G", "wait_event", 1000, 1100) + sl(2, "IPC:G", "wait_event", 1000, 1100)
+        _, r = rows(doc(ev))
+        self.assertIsNone(r["IPC:G"]["median_us"])
+        rc, out, _ = run(doc(ev))
+        self.assertEqual(rc, 0)
+        self.assertIn("IPC:G", out)
+
+    def test_real_thread_timestamps_start_at_the_window(self):
+        # On real threads ts_origin_ns is the window's start: timestamps begin near 0.
+        ev = (sl(1, "wait LWLock:X", "lock_wait", 0, 40, args_b={"mode": "shared"})
+              + sl(2, "Client:ClientRead", "wait_event", 50, 100))
+        s, r = rows(doc(ev, start_us=5e6, origin_us=5e6))
+        self.assertAlmostEqual(s["window_us"], 100.0)
+        self.assertAlmostEqual(r["wait LWLock:X (shared)"]["share"], 40 / 200)
 
     def test_open_slice_cut_at_last_event_and_writer_left_out(self):
         ev = ([{"ph": "B", "pid": 1, "tid": 1, "ts": 1020, "name": "IPC:G", "cat": "wait_event"}]
@@ -143,6 +179,11 @@ class TraceSummaryTest(unittest.TestCase):
         self.assertIn("--top", err)
         rc, _, err = run(doc([]))
         self.assertIn("no events after the window's start", err)
+        d = doc(sl(1, "a", "hold", 1000, 1010))
+        d["otherData"]["walbench"]["window_start_ns"] = None
+        rc, _, err = run(d)
+        self.assertEqual(rc, 2)
+        self.assertIn("$.otherData.walbench.window_start_ns", err)
         self.assertEqual(len(err.strip().splitlines()), 1)
 
 
