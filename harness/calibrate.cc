@@ -405,19 +405,26 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
       for (double& v : t_per_us) v *= 1000;
       p.figure(absl::StrFormat("wait-list lock (TTAS) on one word, all %d CPUs (acquisitions)", n),
                spread_of(t_per_us), "per us");
+      // About 12,800 acquisitions in all (at least 100 each): enough for a steady figure on
+      // two CPUs, a few million simulated accesses on a 176-CPU machine.
+      const uint32_t herd_acquisitions = std::max<uint32_t>(100, 12800 / n);
       sc.snoop_linger = 0;
       sc.request_at_issue = 0;
       sc.snoop_window_ns = 0;
-      const double shipped_herd = sim_ttas_failed_rmws_per_acquisition(sc, n, 100);
+      const double shipped_herd = sim_ttas_failed_rmws_per_acquisition(sc, n, herd_acquisitions);
       sc.snoop_linger = linger;
       sc.request_at_issue = at_issue;
       sc.snoop_window_ns = linger == 1 ? 0 : window;
-      const double preset_herd = sim_ttas_failed_rmws_per_acquisition(sc, n, 100);
+      const double preset_herd = sim_ttas_failed_rmws_per_acquisition(sc, n, herd_acquisitions);
+      const auto predicted = [](double v) {
+        return std::isnan(v) ? std::string("n/a (the simulation did not finish)")
+                             : absl::StrFormat("%.2f", v);
+      };
       p.note(absl::StrFormat(
           "wait-list lock herd: %.2f failed fetch_or per acquisition on %d CPUs; the simulated "
-          "machine predicts %.2f with the shipped hand-over (request_at_issue 0, snoop_linger "
-          "0), %.2f with this preset's%s",
-          t.failed_rmws_per_acquisition, n, shipped_herd, preset_herd,
+          "machine predicts %s with the shipped hand-over (request_at_issue 0, snoop_linger "
+          "0), %s with this preset's%s",
+          t.failed_rmws_per_acquisition, n, predicted(shipped_herd), predicted(preset_herd),
           n < 4 ? " (on two or three CPUs this is a spinner's race with the releaser's next "
                   "fetch_or more than a herd)"
                 : ""));

@@ -1315,6 +1315,8 @@ double sim_cas_loop_tries_per_success(const SimConfig& cfg, uint32_t threads, ui
 // taken again (the herd after each release). Loads of one line proceed in parallel here (COST
 // MODEL "Misses"), so every spinner that re-reads after a release can see it free: the figure
 // grows with the spinners; a machine that serves those reads one at a time shows fewer.
+// Counted until the first fiber is done (the others' uncontended tail left out); NaN if the
+// simulation did not finish.
 double sim_ttas_failed_rmws_per_acquisition(const SimConfig& cfg, uint32_t threads,
                                             uint32_t acquisitions);
 
