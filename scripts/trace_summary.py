@@ -11,7 +11,9 @@ a hold can hold waits for other locks), so they may add up to more than 100%; "o
 slice" is the time no slice covered (the client running its own code between locks). Slices
 the window cut (open at its start, or closed by its end: `cut_by_window_end`) count in the
 shares and in "count" but not in mean, median and max ("cut" says how many). A slice closed and
-reopened around an out-of-order release (`continued`) counts once.
+reopened around an out-of-order release (`continued`) counts once. A slice that begins at the
+window's first instant counts as cut: the file does not say whether it began there or earlier
+(at most one per track).
 
 What a `wait <lock>` slice was made of is the question this answers that Perfetto does not add
 up: its "asleep" column is the time inside it under a nested wait event (the client asleep on
@@ -141,8 +143,13 @@ def summarise(doc, meta, writer=False):
             st = stat(s["name"], s["cat"])
             st["total"] += d
             st["asleep"] += s["asleep"]
-            st["durations"].append(d)
-            st["cut"].append(True)
+            if s["piece"] is not None:  # a reopened slice: still the earlier piece's slice
+                i = s["piece"][1]
+                st["durations"][i] += d
+                st["cut"][i] = True
+            else:
+                st["durations"].append(d)
+                st["cut"].append(True)
             if not stack:
                 covered += d
     client_time = span * len(tracks)

@@ -131,6 +131,16 @@ class TraceSummaryTest(unittest.TestCase):
         self.assertEqual(rc, 0)
         self.assertIn("IPC:G", out)
 
+    def test_reopened_slice_open_at_the_end_counts_once(self):
+        ev = (sl(1, "LWLock:A exclusive", "hold", 1010, 1020)
+              + [{"ph": "B", "pid": 1, "tid": 1, "ts": 1020, "name": "LWLock:A exclusive",
+                  "cat": "hold", "args": {"continued": True}}]
+              + sl(2, "Client:ClientRead", "wait_event", 1000, 1100))
+        _, r = rows(doc(ev))
+        self.assertEqual(r["LWLock:A exclusive"]["count"], 1)
+        self.assertEqual(r["LWLock:A exclusive"]["cut"], 1)
+        self.assertAlmostEqual(r["LWLock:A exclusive"]["total_us"], 90.0)
+
     def test_real_thread_timestamps_start_at_the_window(self):
         # On real threads ts_origin_ns is the window's start: timestamps begin near 0.
         ev = (sl(1, "wait LWLock:X", "lock_wait", 0, 40, args_b={"mode": "shared"})
