@@ -187,16 +187,41 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
   const uint64_t rmw_ns = p.value("rmw_extra_ns").get<uint64_t>();
   const CpuInfo* waker = same_socket ? same_socket : same_cluster ? same_cluster : other_socket;
   if (waker != nullptr) {
+    // After a long idle (2 ms) the waiter's CPU has halted (or gone to a deep idle state):
+    // what semaphore_wake_ns prices. Shorter idle times find whether it polls first.
+    constexpr double kHaltedIdleNs = 2e6;
     std::vector<double> wake, post;
-    semaphore_wakes(cpu_a, waker->cpu, quick ? 40 : 200, &wake, &post);
+    semaphore_wakes(cpu_a, waker->cpu, quick ? 40 : 200, kHaltedIdleNs, &wake, &post);
     const Spread w = spread_of(wake), ps = spread_of(post);
-    p.figure(absl::StrFormat("sem_post -> waiter runs (cpu %d -> cpu %d)", cpu_a, waker->cpu), w,
-             "ns");
+    p.figure(absl::StrFormat("sem_post -> waiter runs (cpu %d -> cpu %d, idle 2 ms)", cpu_a,
+                             waker->cpu),
+             w, "ns");
+    const std::vector<double> idle_times = {10e3, 25e3, 50e3, 100e3, 200e3, 400e3, 800e3};
+    std::vector<double> idle_medians;
+    std::string scan;
+    for (double idle : idle_times) {
+      std::vector<double> wk, ignored;
+      semaphore_wakes(cpu_a, waker->cpu, quick ? 15 : 50, idle, &wk, &ignored);
+      const Spread s = spread_of(wk);
+      idle_medians.push_back(s.median);
+      p.figure(absl::StrFormat("sem_post -> waiter runs, idle %.0f us", idle / 1e3), s, "ns");
+      scan += absl::StrFormat("%s%.0f us: %.0f", scan.empty() ? "" : ", ", idle / 1e3, s.median);
+    }
+    const uint64_t poll = idle_poll_param(idle_times, idle_medians, w.median);
+    p.set("idle_poll_ns", poll,
+          absl::StrFormat(
+              "the same wake-up after shorter idle times, medians in ns (%s; after 2 ms: %.0f): "
+              "%s",
+              scan, w.median,
+              poll == 0 ? "none under half the 2 ms one, so no polling is seen (0)"
+                        : absl::StrFormat("every one up to %.0f us under half the 2 ms one: the "
+                                          "CPU still polled (no IPI, no exit from idle)",
+                                          static_cast<double>(poll) / 1e3)));
     p.figure("sem_post call with a waiter", ps, "ns");
     p.set("semaphore_wake_ns", semaphore_wake_param(w.median, socket_ns + rmw_ns, cs_ns),
           absl::StrFormat(
-              "sem_post by cpu %d to a thread blocked in sem_wait on idle cpu %d, post -> "
-              "waiter runs: %s; minus what the sim charges besides (sem_post: line "
+              "sem_post by cpu %d to a thread blocked in sem_wait on cpu %d, idle for 2 ms, "
+              "post -> waiter runs: %s; minus what the sim charges besides (sem_post: line "
               "transfer + rmw_extra_ns = %d ns; on dispatch context_switch_ns = %d ns)",
               cpu_a, waker->cpu, show(w, "ns"), socket_ns + rmw_ns, cs_ns));
     p.set("semaphore_post_ns", semaphore_post_param(ps.median, socket_ns + rmw_ns),
@@ -209,6 +234,8 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
           "SimConfig default (not measured: one CPU usable here)");
     p.set("semaphore_post_ns", d.semaphore_post_ns,
           "SimConfig default (not measured: one CPU usable here)");
+    p.set("idle_poll_ns", d.idle_poll_ns,
+          "SimConfig default, 0 = no idle polling (not measured: one CPU usable here)");
   }
   {
     const Spread sl = spread_of(sleep_overshoot(quick ? 40 : 200));

@@ -44,10 +44,10 @@ std::vector<double> context_switches(int cpu, int samples, int rounds, bool* pin
   return out;
 }
 
-// sem_post to a thread blocked in sem_wait on another CPU (idle by then): post -> the waiter
-// runs, and the duration of the post call itself.
-void semaphore_wakes(int cpu_poster, int cpu_waiter, int n, std::vector<double>* wake,
-                     std::vector<double>* post) {
+// sem_post to a thread blocked in sem_wait on another CPU, idle_ns after it blocked: post -> the
+// waiter runs, and the duration of the post call itself.
+void semaphore_wakes(int cpu_poster, int cpu_waiter, int n, double idle_ns,
+                     std::vector<double>* wake, std::vector<double>* post) {
   sem_t s;
   sem_init(&s, 0, 0);
   std::atomic<int> armed{-1}, done{-1};
@@ -65,7 +65,9 @@ void semaphore_wakes(int cpu_poster, int cpu_waiter, int n, std::vector<double>*
     pin_self(cpu_poster);
     for (int i = 0; i < n; ++i) {
       while (armed.load(std::memory_order_acquire) != i) cpu_relax();
-      sleep_ns(100000);  // the waiter is blocked in the kernel and its CPU idle
+      // The waiter blocks in the kernel right after arming; its CPU is idle for about idle_ns.
+      const double armed_at = now_ns();
+      while (now_ns() - armed_at < idle_ns) cpu_relax();
       const double t0 = now_ns();
       sem_post(&s);
       const double t1 = now_ns();

@@ -12,11 +12,13 @@ namespace walbench::calibration {
 // (round trip / 2), Bendersky's futex ping-pong, the source of the default context_switch_ns.
 std::vector<double> context_switches(int cpu, int samples, int rounds, bool* pinned);
 
-// sem_post by a thread on cpu_poster to a thread blocked in sem_wait on cpu_waiter (idle by
-// then, 100 us after the waiter blocked): post -> the waiter runs (`wake`), and the duration of
-// the sem_post call itself (`post`), n of each.
-void semaphore_wakes(int cpu_poster, int cpu_waiter, int n, std::vector<double>* wake,
-                     std::vector<double>* post);
+// sem_post by a thread on cpu_poster to a thread blocked in sem_wait on cpu_waiter, idle_ns
+// after the waiter blocked (the poster spins meanwhile, so the gap is exact): post -> the waiter
+// runs (`wake`), and the duration of the sem_post call itself (`post`), n of each. A waiter's
+// CPU that still polls for work after idle_ns (cpuidle-haltpoll in a KVM guest, the poll state
+// on bare metal) wakes without an IPI and an exit from idle: idle_polling_ns finds that window.
+void semaphore_wakes(int cpu_poster, int cpu_waiter, int n, double idle_ns,
+                     std::vector<double>* wake, std::vector<double>* post);
 
 // nanosleep(1 us) overshoot: elapsed - 1 us, n samples.
 std::vector<double> sleep_overshoot(int n);

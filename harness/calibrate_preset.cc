@@ -38,6 +38,7 @@ const std::vector<std::string> kKeyOrder = {"cores",
                                             "context_switch_ns",
                                             "time_slice_ns",
                                             "semaphore_wake_ns",
+                                            "idle_poll_ns",
                                             "semaphore_post_ns",
                                             "sleep_slack_ns",
                                             "wake_jitter",
@@ -51,6 +52,18 @@ const std::vector<std::string> kKeyOrder = {"cores",
                                             "stack_kib"};
 
 }  // namespace
+
+uint64_t idle_poll_param(const std::vector<double>& idle_ns,
+                         const std::vector<double>& wake_medians, double halted_median) {
+  if (idle_ns.size() != wake_medians.size())
+    throw std::invalid_argument("idle_poll_param: one wake-up median per idle time expected");
+  uint64_t window = 0;
+  for (size_t i = 0; i < idle_ns.size(); ++i) {
+    if (!(wake_medians[i] < halted_median / 2)) break;
+    window = whole_ns(idle_ns[i], 0);
+  }
+  return window;
+}
 
 uint64_t semaphore_wake_param(double wake_to_run_ns, uint64_t line_rmw_ns,
                               uint64_t context_switch_ns) {

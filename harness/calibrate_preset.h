@@ -34,6 +34,14 @@
 namespace walbench::calibration {
 
 // `line_rmw_ns` = the line transfer + rmw_extra_ns the simulator charges the post's RMW.
+// The idle-polling window (SimConfig::idle_poll_ns) from wake-up medians measured after
+// increasing idle times `idle_ns` (ascending, same length as `wake_medians`) and the median
+// after a long idle (`halted_median`, semaphore_wake_ns's measurement): the longest idle time
+// up to which every wake took under half of halted_median (the CPU was still polling: no IPI,
+// no exit from idle); 0 when the shortest one already did not.
+uint64_t idle_poll_param(const std::vector<double>& idle_ns,
+                         const std::vector<double>& wake_medians, double halted_median);
+
 uint64_t semaphore_wake_param(double wake_to_run_ns, uint64_t line_rmw_ns,
                               uint64_t context_switch_ns);
 uint64_t semaphore_post_param(double post_call_ns, uint64_t line_rmw_ns);

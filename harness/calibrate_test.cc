@@ -325,6 +325,23 @@ TEST_CASE("calibrate: the conversions make the simulator reproduce each measured
   CHECK(sleep_slack_param(-5, 0) == 0);
 }
 
+TEST_CASE("calibrate: the idle-polling window is the longest idle time whose wake-ups were "
+          "all fast", "[calibrate]") {
+  using calibration::idle_poll_param;
+  const std::vector<double> idle = {10e3, 25e3, 50e3, 100e3, 200e3, 400e3, 800e3};
+  // This development VM (a KVM guest) with guest_halt_poll_ns 200 us set by hand (2026-12-06):
+  // ~2 us up to 150 us of idle, 26-38 us from 300 us on.
+  CHECK(idle_poll_param(idle, {1921, 1926, 1943, 1995, 2167, 26113, 38105}, 37951) == 200000);
+  // The same VM as shipped (guest_halt_poll_ns 0): every wake-up pays the exit from halt.
+  CHECK(idle_poll_param(idle, {19429, 33946, 30669, 19420, 32062, 36323, 37951}, 37951) == 0);
+  // A fast wake after a slow one does not extend the window (the prefix counts).
+  CHECK(idle_poll_param(idle, {2000, 30000, 2000, 2000, 2000, 2000, 2000}, 30000) == 10000);
+  // Polling through the longest idle measured: the window is at least that.
+  CHECK(idle_poll_param(idle, std::vector<double>(7, 1500), 1600) == 0);  // not under half
+  CHECK(idle_poll_param(idle, std::vector<double>(7, 1500), 30000) == 800000);
+  CHECK_THROWS(idle_poll_param(idle, {1, 2}, 3));
+}
+
 TEST_CASE("calibrate: the CAS loop counts every try and every success", "[calibrate]") {
   // Two threads (unpinned when the CPU list is unknown) in the CAS loop of snoop_linger's
   // measurement: at least one try per success, and a positive rate in every sample.

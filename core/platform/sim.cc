@@ -93,6 +93,7 @@ Simulation::Simulation(const SimConfig& cfg, uint64_t seed)
   for (uint32_t pos = 0; pos < hw_threads_; ++pos) free_pos_bits_[pos / 64] |= uint64_t{1} << (pos % 64);
   free_hw_ = hw_threads_;
   occupant_.assign(hw_threads_, -1);
+  idle_since_.assign(hw_threads_, kHaltedFromStart);
   cluster_of_.resize(cfg_.cores);
   for (uint32_t c = 0; c < cfg_.cores; ++c) cluster_of_[c] = cluster_lo_[c] / cluster;
   const size_t caches[2] = {cfg_.cores, cfg_.cores / cluster};
@@ -556,6 +557,7 @@ void Simulation::release_cpu(Fiber& f, uint64_t t) {
     dispatch(g, hw, std::max(t, g.ready_at));
   } else {
     set_hw_free(hw, true);
+    idle_since_[hw] = t;
   }
 }
 

@@ -155,6 +155,22 @@
 //   hardware thread is idle: the first takes the idle wake-up, the rest queue at once).
 //   Departures: a post finds the machine as the scheduler last left it (a CPU that frees
 //   between the post and the poster's next synchronisation is not seen).
+//   Idle polling (off while idle_poll_ns is 0, the default): an idle hardware thread first
+//   polls for work for idle_poll_ns and only then halts (Linux's cpuidle-haltpoll in a KVM
+//   guest, guest_halt_poll_ns 200 us by default; the poll state of cpuidle on bare metal). The
+//   waker of a polling CPU sends no IPI (the poller sees its need-resched flag) and the CPU has
+//   no idle state to leave, so a post whose waiter would be dispatched on a hardware thread idle
+//   for less than idle_poll_ns makes the waiter runnable at once (context_switch_ns at the
+//   dispatch as always); one idle for longer pays semaphore_wake_ns (the IPI and the exit from
+//   halt: in a VM the halted vCPU's VM exit and re-entry, 21 us measured on this project's KVM
+//   guest, presets/vm-2core.json). So the price of a wake-up depends on the load: on a busy
+//   machine CPUs are idle briefly and wakes are cheap, on a mostly idle one they are not.
+//   Which hardware thread the waiter would take is decided at the post, as the dispatch picks
+//   one (its last one if free, else the first free in placement order); a claim or a dispatch
+//   between the post and the waiter's arrival may send it to another. Not modelled: the poll's
+//   own CPU time (a polling thread is idle here), the host's halt polling (halt_poll_ns, which
+//   shortens the exit but keeps it), adaptive poll windows, sleeps and I/O completions (they
+//   pay no wake-up cost in this model, polling or not).
 //   Wake-up preemption (wakeup_preemption 1 or 2): a fiber that wakes (a semaphore post, the end of
 //   a sleep, an I/O completion) and finds no unclaimed free hardware thread joins the run queue
 //   and (rule 1 always, rule 2 as below) ends the time slice of the fiber running on the
@@ -450,6 +466,10 @@ struct SimConfig {
                                       // with context_switch_ns it gives the ~2.2 us cross-core
                                       // futex wake-to-run of the same measurements (no deep
                                       // C-states; those add 10-100 us: calibrate measures it)
+  uint64_t idle_poll_ns = 0;          // an idle hardware thread polls this long before it
+                                      // halts; a post whose waiter would run on one idle for
+                                      // less wakes it without semaphore_wake_ns (OS "Idle
+                                      // polling"); 0 = no polling, every idle wake pays it
   uint64_t semaphore_post_ns = 500;   // the poster's futex_wake syscall when there is a waiter
   uint64_t semaphore_trylock_ns = 5;  // one failed PGSemaphoreTryLock in a spin loop beyond its
                                       // load: glibc sem_trywait's call, errno = EAGAIN and
@@ -808,6 +828,7 @@ class Simulation {
   // A free hardware thread that no posted waiter still on its idle wake-up has claimed (COST
   // MODEL "OS"): arrive() takes one only then, and sem_post charges an idle wake-up only then.
   bool unclaimed_hw_free() const;
+  bool polling_cpu_for(const Fiber& w, uint64_t t) const;
   void unlink_parked(Fiber& f);
   void recompute_next_time();
   uint64_t jittered(uint64_t ns);
@@ -849,6 +870,8 @@ class Simulation {
   uint32_t idle_wakes_in_flight_ = 0;    // posted waiters charged semaphore_wake_ns, not arrived:
                                          // each will take one of the free hardware threads
   std::vector<int32_t> occupant_;        // hw -> fiber index or -1
+  std::vector<uint64_t> idle_since_;     // hw -> when it last went idle (OS "Idle polling")
+  static constexpr uint64_t kHaltedFromStart = ~uint64_t{0};  // never ran: not polling
   // Working-set residency (COST MODEL "Working set"): per level (0 = a core's L2, 1 = a
   // cluster's L3) and cache, an LRU list of the fibers whose working set it holds, most recent
   // first, linked through Fiber::lru_prev/lru_next; Fiber::cache_home says which cache.

@@ -76,6 +76,9 @@ namespace {
     "semaphore post -> waiter runnable on an idle CPU (IPI and wake-up; dispatch adds "            \
     "context_switch_ns); the idle CPU is claimed until it arrives; with none unclaimed the "       \
     "waiter is queued at once")                                                                   \
+  X(idle_poll_ns, "ns", 0, kInf, kClosed,                                                         \
+    "an idle CPU polls this long before it halts; a post whose waiter would run on a CPU idle "  \
+    "for less wakes it without semaphore_wake_ns (cpuidle-haltpoll); 0 = no polling")            \
   X(semaphore_post_ns, "ns", 0, kInf, kClosed,                                                    \
     "the poster's futex_wake system call, paid only when a waiter sleeps")                        \
   X(semaphore_trylock_ns, "ns", 0, kInf, kClosed,                                                 \

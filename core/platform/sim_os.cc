@@ -161,13 +161,26 @@ void Simulation::sem_post(SimSemState& s) {
   w.sem = nullptr;
   w.state = Fiber::State::kWaking;
   const bool idle_cpu = unclaimed_hw_free();
+  uint64_t wake_ns = 0;
   if (idle_cpu) {
     w.idle_wake_in_flight = true;
     ++idle_wakes_in_flight_;
+    if (!polling_cpu_for(w, t)) wake_ns = jittered(cfg_.semaphore_wake_ns);
   }
-  push_event(w, idle_cpu ? t + jittered(cfg_.semaphore_wake_ns) : t);
+  push_event(w, t + wake_ns);
   ++counters_.semaphore_wakes;
   if (fp != nullptr) fp->clock += cfg_.semaphore_post_ns;
+}
+
+// OS "Idle polling": the hardware thread the waiter would be dispatched on (as arrive() picks
+// it) has been idle for less than idle_poll_ns, so it is still polling and needs no IPI.
+bool Simulation::polling_cpu_for(const Fiber& w, uint64_t t) const {
+  if (cfg_.idle_poll_ns == 0) return false;
+  const int32_t hw = pick_free_hw(w.last_hw);
+  if (hw < 0) return false;
+  const uint64_t since = idle_since_[static_cast<uint32_t>(hw)];
+  if (since == kHaltedFromStart) return false;
+  return t < since || t - since < cfg_.idle_poll_ns;  // t < since: it went idle just now
 }
 
 bool Simulation::sem_try_wait(SimSemState& s) {

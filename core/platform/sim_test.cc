@@ -1446,6 +1446,36 @@ TEST_CASE("sim: semaphores hand over in FIFO order with wake latency", "[sim]") 
                        cfg.semaphore_wake_ns + cfg.context_switch_ns);
 }
 
+TEST_CASE("sim: idle polling: a waiter whose CPU went idle less than idle_poll_ns ago wakes "
+          "without semaphore_wake_ns, one idle for longer pays it", "[sim]") {
+  // Two CPUs, two fibers: the waiter blocks at once (its CPU goes idle then), the poster works
+  // `gap` ns on the other CPU and posts. The post is an RMW of the semaphore's line, which the
+  // waiter touched last (a transfer in the socket); then the wake-up, if any, and the dispatch.
+  auto woke_after_post = [](uint64_t gap, uint64_t idle_poll_ns) {
+    SimConfig cfg = small_machine(2, 1, SimPlacement::kCompact);
+    cfg.semaphore_wake_ns = 50000;
+    cfg.idle_poll_ns = idle_poll_ns;
+    auto sem = std::make_unique<SP::Semaphore>();
+    uint64_t posted_at = 0, woke_at = 0;
+    Simulation sim(cfg, 1);
+    sim.spawn([&] {
+      sem->wait();
+      woke_at = SP::now_ns();
+    }, "waiter");
+    sim.spawn([&] {
+      SP::work(gap);
+      posted_at = SP::now_ns();
+      sem->post();
+    }, "poster");
+    REQUIRE(sim.run().finished());
+    return woke_at - posted_at - cfg.same_socket_transfer_ns - cfg.rmw_extra_ns -
+           cfg.context_switch_ns;  // what the wake-up itself cost
+  };
+  CHECK(woke_after_post(50000, 0) == 50000);        // no polling: every idle wake pays
+  CHECK(woke_after_post(50000, 200000) == 0);       // idle 50 us of a 200 us poll: polled
+  CHECK(woke_after_post(300000, 200000) == 50000);  // idle 300 us: halted, pays
+}
+
 TEST_CASE("sim: a post with no idle CPU queues the waiter at once, without the idle wake-up",
           "[sim]") {
   // One CPU: the poster holds it when it posts, so no CPU is idle to be woken (semaphore_wake_ns
