@@ -187,16 +187,20 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
   const uint64_t rmw_ns = p.value("rmw_extra_ns").get<uint64_t>();
   const CpuInfo* waker = same_socket ? same_socket : same_cluster ? same_cluster : other_socket;
   if (waker != nullptr) {
-    // After a long idle (2 ms) the waiter's CPU has halted (or gone to a deep idle state):
-    // what semaphore_wake_ns prices. Shorter idle times find whether it polls first.
-    constexpr double kHaltedIdleNs = 2e6;
-    std::vector<double> wake, post;
-    semaphore_wakes(cpu_a, waker->cpu, quick ? 40 : 200, kHaltedIdleNs, &wake, &post);
-    const Spread w = spread_of(wake), ps = spread_of(post);
-    p.figure(absl::StrFormat("sem_post -> waiter runs (cpu %d -> cpu %d, idle 2 ms)", cpu_a,
+    // Wake-ups after idle times from 10 us to 2 ms. A CPU that still polls for work wakes
+    // without an IPI and an exit from idle (idle_poll_ns); one that has halted pays what
+    // semaphore_wake_ns prices, taken from the wake-ups after the polling window (the scan's
+    // longer idle times: the idle a CPU of a loaded machine sees), or after 2 ms when every
+    // idle time of the scan was still polled.
+    constexpr double kLongIdleNs = 2e6;
+    std::vector<double> long_wake, post;
+    semaphore_wakes(cpu_a, waker->cpu, quick ? 40 : 200, kLongIdleNs, &long_wake, &post);
+    const Spread lw = spread_of(long_wake), ps = spread_of(post);
+    p.figure(absl::StrFormat("sem_post -> waiter runs (cpu %d -> cpu %d), idle 2 ms", cpu_a,
                              waker->cpu),
-             w, "ns");
+             lw, "ns");
     const std::vector<double> idle_times = {10e3, 25e3, 50e3, 100e3, 200e3, 400e3, 800e3};
+    std::vector<std::vector<double>> scan_wakes;
     std::vector<double> idle_medians;
     std::string scan;
     for (double idle : idle_times) {
@@ -206,24 +210,40 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
       idle_medians.push_back(s.median);
       p.figure(absl::StrFormat("sem_post -> waiter runs, idle %.0f us", idle / 1e3), s, "ns");
       scan += absl::StrFormat("%s%.0f us: %.0f", scan.empty() ? "" : ", ", idle / 1e3, s.median);
+      scan_wakes.push_back(std::move(wk));
     }
-    const uint64_t poll = idle_poll_param(idle_times, idle_medians, w.median);
+    const uint64_t poll = idle_poll_param(idle_times, idle_medians, lw.median);
     p.set("idle_poll_ns", poll,
           absl::StrFormat(
-              "the same wake-up after shorter idle times, medians in ns (%s; after 2 ms: %.0f): "
-              "%s",
-              scan, w.median,
+              "sem_post to a waiter whose cpu was idle for each time, medians in ns (%s; after "
+              "2 ms: %.0f): %s",
+              scan, lw.median,
               poll == 0 ? "none under half the 2 ms one, so no polling is seen (0)"
                         : absl::StrFormat("every one up to %.0f us under half the 2 ms one: the "
-                                          "CPU still polled (no IPI, no exit from idle)",
-                                          static_cast<double>(poll) / 1e3)));
-    p.figure("sem_post call with a waiter", ps, "ns");
+                                          "CPU still polled (no IPI, no exit from idle); a lower "
+                                          "bound on the window, which ends before %s",
+                                          static_cast<double>(poll) / 1e3,
+                                          poll >= 800000 ? "an unmeasured idle time"
+                                                         : "the next idle time")));
+    std::vector<double> halted;  // the wake-ups of the scan after the polling window
+    std::string halted_from;
+    for (size_t i = 0; i < idle_times.size(); ++i) {
+      if (idle_times[i] <= static_cast<double>(poll)) continue;
+      halted.insert(halted.end(), scan_wakes[i].begin(), scan_wakes[i].end());
+      if (halted_from.empty()) halted_from = absl::StrFormat("%.0f", idle_times[i] / 1e3);
+    }
+    const bool from_scan = !halted.empty();
+    const Spread w = from_scan ? spread_of(halted) : lw;
     p.set("semaphore_wake_ns", semaphore_wake_param(w.median, socket_ns + rmw_ns, cs_ns),
           absl::StrFormat(
-              "sem_post by cpu %d to a thread blocked in sem_wait on cpu %d, idle for 2 ms, "
-              "post -> waiter runs: %s; minus what the sim charges besides (sem_post: line "
-              "transfer + rmw_extra_ns = %d ns; on dispatch context_switch_ns = %d ns)",
-              cpu_a, waker->cpu, show(w, "ns"), socket_ns + rmw_ns, cs_ns));
+              "sem_post by cpu %d to a thread blocked in sem_wait on cpu %d, idle for %s, post "
+              "-> waiter runs: %s (after 2 ms of idle: %.0f ns); minus what the sim charges "
+              "besides (sem_post: line transfer + rmw_extra_ns = %d ns; on dispatch "
+              "context_switch_ns = %d ns)",
+              cpu_a, waker->cpu,
+              from_scan ? halted_from + "-800 us (past the polling window)" : std::string("2 ms"),
+              show(w, "ns"), lw.median, socket_ns + rmw_ns, cs_ns));
+    p.figure("sem_post call with a waiter (idle 2 ms)", ps, "ns");
     p.set("semaphore_post_ns", semaphore_post_param(ps.median, socket_ns + rmw_ns),
           absl::StrFormat("duration of that sem_post call (futex wake): %s; minus the RMW of the "
                           "semaphore's line the sim charges first (%d ns)",

@@ -15,6 +15,8 @@
 //   OS           context_switch_ns (two threads pinned on one core ping-pong through two POSIX
 //                semaphores, per switch), semaphore_wake_ns / semaphore_post_ns (sem_post to a
 //                waiter blocked on another core: post -> waiter runs, and the post call),
+//                idle_poll_ns (the same wake-up after 10-800 us and 2 ms of idle: how long an
+//                idle core still polls; semaphore_wake_ns is taken from the idle times past it),
 //                sleep_slack_ns (nanosleep(1 us) overshoot)
 //   bandwidth    copy_bytes_per_ns (memcpy of 8 MiB blocks in 64 MiB rings, one core),
 //                memory_bandwidth_bytes_per_ns (every CPU copying at once, aggregate),

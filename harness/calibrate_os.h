@@ -15,8 +15,9 @@ std::vector<double> context_switches(int cpu, int samples, int rounds, bool* pin
 // sem_post by a thread on cpu_poster to a thread blocked in sem_wait on cpu_waiter, idle_ns
 // after the waiter blocked (the poster spins meanwhile, so the gap is exact): post -> the waiter
 // runs (`wake`), and the duration of the sem_post call itself (`post`), n of each. A waiter's
-// CPU that still polls for work after idle_ns (cpuidle-haltpoll in a KVM guest, the poll state
-// on bare metal) wakes without an IPI and an exit from idle: idle_polling_ns finds that window.
+// CPU that still polls for work after idle_ns (cpuidle-haltpoll in a KVM guest that loads it,
+// the host's halt polling) wakes without an IPI and an exit from idle; idle_poll_param
+// (calibrate_preset.h) finds that window from several idle times.
 void semaphore_wakes(int cpu_poster, int cpu_waiter, int n, double idle_ns,
                      std::vector<double>* wake, std::vector<double>* post);
 

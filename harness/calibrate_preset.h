@@ -38,7 +38,8 @@ namespace walbench::calibration {
 // increasing idle times `idle_ns` (ascending, same length as `wake_medians`) and the median
 // after a long idle (`halted_median`, semaphore_wake_ns's measurement): the longest idle time
 // up to which every wake took under half of halted_median (the CPU was still polling: no IPI,
-// no exit from idle); 0 when the shortest one already did not.
+// no exit from idle); 0 when the shortest one already did not. A lower bound: the window ends
+// somewhere before the next idle time.
 uint64_t idle_poll_param(const std::vector<double>& idle_ns,
                          const std::vector<double>& wake_medians, double halted_median);
 

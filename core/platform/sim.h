@@ -157,13 +157,19 @@
 //   between the post and the poster's next synchronisation is not seen).
 //   Idle polling (off while idle_poll_ns is 0, the default): an idle hardware thread first
 //   polls for work for idle_poll_ns and only then halts (Linux's cpuidle-haltpoll in a KVM
-//   guest, guest_halt_poll_ns 200 us by default; the poll state of cpuidle on bare metal). The
+//   guest that loads it, on a host that gives the realtime hint or with
+//   cpuidle_haltpoll.force=1, polls up to guest_halt_poll_ns, 200 us by default; cpuidle's
+//   poll state on bare metal lasts microseconds; a host's own halt polling shortens the exit
+//   but keeps it). The
 //   waker of a polling CPU sends no IPI (the poller sees its need-resched flag) and the CPU has
 //   no idle state to leave, so a post whose waiter would be dispatched on a hardware thread idle
 //   for less than idle_poll_ns makes the waiter runnable at once (context_switch_ns at the
 //   dispatch as always); one idle for longer pays semaphore_wake_ns (the IPI and the exit from
-//   halt: in a VM the halted vCPU's VM exit and re-entry, 21 us measured on this project's KVM
-//   guest, presets/vm-2core.json). So the price of a wake-up depends on the load: on a busy
+//   halt: in a VM the halted vCPU's exit to the hypervisor and re-entry; on this project's KVM
+//   guest 21 us after ~150 us of idle in presets/vm-2core.json, 31-47 us after 10 us-2 ms with
+//   `walbench calibrate` of 2026-12-06, which finds idle_poll_ns 0 there as it runs (its kernel
+//   command line forces haltpoll with guest_halt_poll_ns 0) and 200 us with guest_halt_poll_ns
+//   set to 200 us by hand). So the price of a wake-up depends on the load: on a busy
 //   machine CPUs are idle briefly and wakes are cheap, on a mostly idle one they are not.
 //   Which hardware thread the waiter would take is decided at the post, as the dispatch picks
 //   one (its last one if free, else the first free in placement order); a claim or a dispatch

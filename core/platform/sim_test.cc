@@ -1448,10 +1448,12 @@ TEST_CASE("sim: semaphores hand over in FIFO order with wake latency", "[sim]") 
 
 TEST_CASE("sim: idle polling: a waiter whose CPU went idle less than idle_poll_ns ago wakes "
           "without semaphore_wake_ns, one idle for longer pays it", "[sim]") {
-  // Two CPUs, two fibers: the waiter blocks at once (its CPU goes idle then), the poster works
-  // `gap` ns on the other CPU and posts. The post is an RMW of the semaphore's line, which the
-  // waiter touched last (a transfer in the socket); then the wake-up, if any, and the dispatch.
-  auto woke_after_post = [](uint64_t gap, uint64_t idle_poll_ns) {
+  // Two CPUs, two fibers: the waiter works 500 us and blocks (its CPU goes idle then), the
+  // poster works `post_at` ns on the other CPU and posts. The post is an RMW of the
+  // semaphore's line, which the waiter touched last (a transfer in the socket); then the
+  // wake-up, if any, and the dispatch. Posting 50 us after the block polls only if the idle
+  // time is counted from the block (not from the start, not never).
+  auto wake_cost = [](uint64_t post_at, uint64_t idle_poll_ns) {
     SimConfig cfg = small_machine(2, 1, SimPlacement::kCompact);
     cfg.semaphore_wake_ns = 50000;
     cfg.idle_poll_ns = idle_poll_ns;
@@ -1459,11 +1461,12 @@ TEST_CASE("sim: idle polling: a waiter whose CPU went idle less than idle_poll_n
     uint64_t posted_at = 0, woke_at = 0;
     Simulation sim(cfg, 1);
     sim.spawn([&] {
+      SP::work(500000);
       sem->wait();
       woke_at = SP::now_ns();
     }, "waiter");
     sim.spawn([&] {
-      SP::work(gap);
+      SP::work(post_at);
       posted_at = SP::now_ns();
       sem->post();
     }, "poster");
@@ -1471,9 +1474,10 @@ TEST_CASE("sim: idle polling: a waiter whose CPU went idle less than idle_poll_n
     return woke_at - posted_at - cfg.same_socket_transfer_ns - cfg.rmw_extra_ns -
            cfg.context_switch_ns;  // what the wake-up itself cost
   };
-  CHECK(woke_after_post(50000, 0) == 50000);        // no polling: every idle wake pays
-  CHECK(woke_after_post(50000, 200000) == 0);       // idle 50 us of a 200 us poll: polled
-  CHECK(woke_after_post(300000, 200000) == 50000);  // idle 300 us: halted, pays
+  CHECK(wake_cost(550000, 0) == 50000);        // no polling: every idle wake pays
+  CHECK(wake_cost(550000, 200000) == 0);       // idle ~50 us of a 200 us poll: polled
+  CHECK(wake_cost(900000, 200000) == 50000);   // idle ~400 us: halted, pays
+  CHECK(wake_cost(550000, 40000) == 50000);    // idle ~50 us of a 40 us poll: halted, pays
 }
 
 TEST_CASE("sim: a post with no idle CPU queues the waiter at once, without the idle wake-up",
