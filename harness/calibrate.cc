@@ -223,8 +223,8 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
                                           "CPU still polled (no IPI, no exit from idle); a lower "
                                           "bound on the window, which ends before %s",
                                           static_cast<double>(poll) / 1e3,
-                                          poll >= 800000 ? "an unmeasured idle time"
-                                                         : "the next idle time")));
+                                          poll >= idle_times.back() ? "an unmeasured idle time"
+                                                                    : "the next idle time")));
     std::vector<double> halted;  // the wake-ups of the scan after the polling window
     std::string halted_from;
     for (size_t i = 0; i < idle_times.size(); ++i) {
@@ -241,7 +241,9 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
               "besides (sem_post: line transfer + rmw_extra_ns = %d ns; on dispatch "
               "context_switch_ns = %d ns)",
               cpu_a, waker->cpu,
-              from_scan ? halted_from + "-800 us (past the polling window)" : std::string("2 ms"),
+              from_scan ? absl::StrFormat("%s-%.0f us (past the polling window)", halted_from,
+                                          idle_times.back() / 1e3)
+                        : std::string("2 ms"),
               show(w, "ns"), lw.median, socket_ns + rmw_ns, cs_ns));
     p.figure("sem_post call with a waiter (idle 2 ms)", ps, "ns");
     p.set("semaphore_post_ns", semaphore_post_param(ps.median, socket_ns + rmw_ns),
