@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <stdexcept>
 #include <vector>
@@ -54,12 +55,15 @@ const std::vector<std::string> kKeyOrder = {"cores",
 }  // namespace
 
 uint64_t idle_poll_param(const std::vector<double>& idle_ns,
-                         const std::vector<double>& wake_medians, double halted_median) {
+                         const std::vector<double>& wake_medians, double halted_median,
+                         double polled_charge_ns) {
   if (idle_ns.size() != wake_medians.size())
     throw std::invalid_argument("idle_poll_param: one wake-up median per idle time expected");
+  const double nearer_polled_below = std::sqrt(std::max(polled_charge_ns, 0.0) * halted_median);
   uint64_t window = 0;
   for (size_t i = 0; i < idle_ns.size(); ++i) {
-    if (!(wake_medians[i] < halted_median / 2)) break;
+    const bool polled = wake_medians[i] < nearer_polled_below && wake_medians[i] < halted_median / 2;
+    if (!polled) break;
     window = whole_ns(idle_ns[i], 0);
   }
   return window;

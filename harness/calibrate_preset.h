@@ -35,13 +35,19 @@ namespace walbench::calibration {
 
 // `line_rmw_ns` = the line transfer + rmw_extra_ns the simulator charges the post's RMW.
 // The idle-polling window (SimConfig::idle_poll_ns) from wake-up medians measured after
-// increasing idle times `idle_ns` (ascending, same length as `wake_medians`) and the median
-// after a long idle (`halted_median`, semaphore_wake_ns's measurement): the longest idle time
-// up to which every wake took under half of halted_median (the CPU was still polling: no IPI,
-// no exit from idle); 0 when the shortest one already did not. A lower bound: the window ends
-// somewhere before the next idle time.
+// increasing idle times `idle_ns` (ascending, same length as `wake_medians`), the median after a
+// long idle (`halted_median`, semaphore_wake_ns's measurement) and what the simulator charges a
+// wake-up inside the window (`polled_charge_ns`: the post's line transfer + rmw_extra_ns +
+// context_switch_ns). A median counts as polled when it is nearer, as a ratio, to that charge
+// than to the halted median (under their geometric mean) and under half the halted median: the
+// sim prices each wake-up with whichever of its two charges is off by the smaller factor, so a
+// wake-up that merely grows with idle time (22 us after 100 us, 68 us after 2 ms, against a 2.5
+// us polled charge) stays outside. The window is the longest idle time up to which every median
+// counted as polled; 0 when the shortest one did not. A lower bound: the window ends somewhere
+// before the next idle time.
 uint64_t idle_poll_param(const std::vector<double>& idle_ns,
-                         const std::vector<double>& wake_medians, double halted_median);
+                         const std::vector<double>& wake_medians, double halted_median,
+                         double polled_charge_ns);
 
 uint64_t semaphore_wake_param(double wake_to_run_ns, uint64_t line_rmw_ns,
                               uint64_t context_switch_ns);
