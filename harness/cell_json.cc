@@ -62,16 +62,19 @@ json to_json(const ClogSpec& c) {
 }
 
 json to_json(const WorkloadSpec& w) {
-  return {{"name", w.name},
-          {"record_size", w.record_size.to_json()},
-          {"record_size_label", w.record_size.label()},
-          {"transactional", w.transactional},
-          {"client_overhead_us", w.client_overhead_us},
-          {"client_overhead_jitter", w.client_overhead_jitter},
-          {"payload_ns_per_byte", w.payload_ns_per_byte},
-          {"full_page_writes", w.full_page_writes},
-          {"checkpoint_timeout_s", w.checkpoint_timeout_s},
-          {"scale", w.scale}};
+  json out = {{"name", w.name},
+              {"record_size", w.record_size.to_json()},
+              {"record_size_label", w.record_size.label()},
+              {"transactional", w.transactional},
+              {"client_overhead_us", w.client_overhead_us},
+              {"client_overhead_jitter", w.client_overhead_jitter},
+              {"payload_ns_per_byte", w.payload_ns_per_byte},
+              {"full_page_writes", w.full_page_writes},
+              {"checkpoint_timeout_s", w.checkpoint_timeout_s},
+              {"scale", w.scale}};
+  // Named only when set, so that the cells of files made before it read as they did.
+  if (w.driver_us > 0) out["driver_us"] = w.driver_us;
+  return out;
 }
 
 json to_json(const RunSpec& r) {
@@ -121,7 +124,7 @@ ojson postgres_config_of_cell(const json& cell, const std::string& where) {
         platform[k] = v;
   ojson workload = ojson(cell["workload"]);
   for (const char* k : {"record_size_label", "client_overhead_us", "client_overhead_jitter",
-                        "payload_ns_per_byte"})
+                        "payload_ns_per_byte", "driver_us"})
     workload.erase(k);
   ojson config;
   config["description"] = "rerun of " + where;

@@ -150,6 +150,10 @@ const std::vector<FieldDef>& field_defs() {
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.workload.payload_ns_per_byte = want_number(v, w, 0, false, 1e6);
        }},
+      {"workload", "driver_us",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.workload.driver_us = want_number(v, w, 0, false, 1e7);
+       }},
       {"workload", "client_overhead_jitter",
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.workload.client_overhead_jitter = want_number(v, w, 0, false, 1);

@@ -559,6 +559,18 @@ void check_cell(const CellSpec& c, const std::map<std::string, std::string>& src
     fail(blame("wal.path", "wal.storage"), "storage \"file\" needs a directory in wal.path",
          "\"wal\": {\"storage\": \"file\", \"path\": \"/some/dir\"}");
   check_postgres_cell(c, src, file);
+  if (c.workload.driver_us > 0 && c.platform.kind != "sim")
+    fail(blame("workload.driver_us", "platform.kind"),
+         "workload.driver_us models the client driver's thread on the simulated machine, and this "
+         "cell's platform.kind is \"" + c.platform.kind + "\"" + origin("platform.kind"),
+         "no driver_us here (on real threads the round trip is client_overhead_us; with platform "
+         "\"postgres\" pgbench is the driver)");
+  if (c.workload.driver_us > c.workload.client_overhead_us)
+    fail(blame("workload.driver_us", "workload.client_overhead_us"),
+         absl::StrFormat("driver_us %g is more than client_overhead_us %g%s, of which it is a part",
+                         c.workload.driver_us, c.workload.client_overhead_us,
+                         origin("workload.client_overhead_us")),
+         "driver_us <= client_overhead_us");
   if (!c.workload.transactional && c.workload.name != "emit_message")
     fail(blame("workload.transactional", "workload.name"),
          "workload " + c.workload.name + " is always transactional" + origin("workload.name"),
@@ -611,7 +623,8 @@ void check_host_limits(const CellSpec& c, const HostLimits& limits,
   if (c.platform.kind != "sim") return;
   auto it = src.find("clients");
   const Where w{file, it == src.end() ? "" : it->second};
-  const uint64_t fibers = uint64_t{c.clients} + 1;
+  // Clients, the WAL writer and, with workload.driver_us, a driver per client.
+  const uint64_t fibers = uint64_t{c.clients} * (c.workload.driver_us > 0 ? 2 : 1) + 1;
   const uint64_t maps = fibers * kSimMappingsPerFiber + kProcessMappings;
   if (limits.max_map_count != 0 && maps > limits.max_map_count) {
     const uint64_t most = limits.max_map_count > kProcessMappings + kSimMappingsPerFiber

@@ -41,7 +41,7 @@ const char* const kModelOnlyFields[] = {
     "clog.hint_bit_miss",   "clog.procarray",           "clog.snapshot",
     "clog.snapshots_per_statement", "clog.lookup_xids", "clog.xid_history",
     "workload.client_overhead_us", "workload.client_overhead_jitter",
-    "workload.payload_ns_per_byte",
+    "workload.payload_ns_per_byte", "workload.driver_us",
 };
 
 // Model fields that become server settings of a throwaway cluster (postgres_config.h).

@@ -226,6 +226,28 @@ TEST_CASE("record sizes: fixed, uniform, exponential", "[config]") {
             .json_path == "/workload/record_size/dist");
 }
 
+TEST_CASE("workload.driver_us: simulated platform only, and a part of client_overhead_us",
+          "[config]") {
+  const auto cells = expand_matrix(
+      OJson::parse(R"({"strategy": "ideal", "platform": {"kind": "sim"},
+                       "workload": {"client_overhead_us": 30, "driver_us": 5}})"),
+      "driver");
+  REQUIRE(cells.size() == 1);
+  CHECK(cells[0].workload.driver_us == 5);
+  const ConfigError threads = error_of(
+      R"({"strategy": "ideal", "workload": {"client_overhead_us": 30, "driver_us": 5}})");
+  CHECK(threads.json_path == "/workload/driver_us");
+  CHECK(threads.problem.find("platform.kind is \"threads\"") != std::string::npos);
+  const ConfigError more = error_of(
+      R"({"strategy": "ideal", "platform": {"kind": "sim"},
+          "workload": {"client_overhead_us": 4, "driver_us": 5}})");
+  CHECK(more.json_path == "/workload/driver_us");
+  CHECK(more.expected == "driver_us <= client_overhead_us");
+  CHECK(error_of(R"({"strategy": "ideal", "platform": {"kind": "sim"},
+                     "workload": {"driver_us": -1}})")
+            .json_path == "/workload/driver_us");
+}
+
 TEST_CASE("errors name the file, the JSON path and what was expected", "[config]") {
   SECTION("misspelled key, with a suggestion") {
     const ConfigError e = error_of(R"({"strategy": "ideal", "wal": {"page_sise": 8192}})");

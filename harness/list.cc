@@ -156,10 +156,17 @@ std::vector<Entry> workload_entries() {
       "each statement's work is drawn uniformly from client_overhead_us x [1-j, 1+j] "
       "(per-client seeded: deterministic); 0: every statement takes exactly the mean, which on "
       "the simulated platform lets clients march in lockstep"};
+  const Row driver_row{
+      "driver_us", "number", fmt_num(d.driver_us), "0..client_overhead_us",
+      "simulated platform only: the client driver's (pgbench's thread's) CPU per statement, in "
+      "us, part of client_overhead_us, on a thread of its own per client: the backend hands it "
+      "each result and blocks (ClientRead) until it sends the next statement, so every "
+      "statement costs two wake-ups and the driver competes for CPUs (core/cell/wal_cell.h "
+      "\"THE CLIENT DRIVER\"); 0: no driver thread, the round trip is backend work"};
   const std::vector<Row> overhead_rows = {
       {"client_overhead_us", "number", fmt_num(d.client_overhead_us), "0..10000000",
        "per-statement work outside any lock"},
-      jitter_row};
+      jitter_row, driver_row};
   // pgbench workloads: full-page images after checkpoints (core/cell/full_page_images.h).
   std::vector<Row> pgbench_rows = overhead_rows;
   pgbench_rows.push_back(
@@ -195,6 +202,7 @@ std::vector<Entry> workload_entries() {
             "round trip): sets how much of a transaction contends; emit_message has one "
             "statement per transaction"},
            jitter_row,
+           driver_row,
            {"payload_ns_per_byte", "number", fmt_num(d.payload_ns_per_byte), "0..1000000",
             "work per message byte outside any lock, in ns (the backend building the payload: "
             "repeat(), datum copies), on top of client_overhead_us"},

@@ -410,6 +410,8 @@ std::string setup_line_measuring(const json& cell, const json& matrix_rest, cons
   if (jitter > 0) attrs.push_back(absl::StrFormat("client_overhead_jitter=%g", jitter));
   const double per_byte = get_or<double>(w, "payload_ns_per_byte", 0.0);
   if (per_byte > 0) attrs.push_back(absl::StrFormat("payload_ns_per_byte=%g", per_byte));
+  const double driver = get_or<double>(w, "driver_us", 0.0);
+  if (driver > 0) attrs.push_back(absl::StrFormat("driver_us=%g", driver));
   // pgbench workloads' full-page images (a cell written without the key ran without them).
   if (get_or<std::string>(w, "name", "") != "emit_message" && w.contains("full_page_writes"))
     attrs.push_back(get_or<bool>(w, "full_page_writes", false)

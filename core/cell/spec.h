@@ -105,6 +105,11 @@ struct WorkloadSpec {
   double client_overhead_us = 0;        // per-statement work outside any lock
   double client_overhead_jitter = 0;    // each statement's work: uniform in mean x [1-j, 1+j]
   double payload_ns_per_byte = 0;       // emit_message: work per message byte outside any lock
+  // The client driver's (pgbench's thread's) CPU per statement, part of client_overhead_us, on a
+  // simulated thread of its own that the backend hands each result to and waits on for the next
+  // statement (core/cell/wal_cell.h "THE CLIENT DRIVER"); 0 = no driver thread: the whole round
+  // trip is work on the backend's CPU. Simulated platform only.
+  double driver_us = 0;
   // pgbench workloads: full-page images after each checkpoint (core/cell/wal_cell.h "FULL-PAGE
   // IMAGES"): full_page_writes as PostgreSQL's GUC, checkpoints every checkpoint_timeout_s,
   // table sizes from pgbench's scale factor (pgbench -s). Off by default, unlike PostgreSQL:

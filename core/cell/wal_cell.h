@@ -327,10 +327,15 @@ class WalCell final : public CellRun {
   void client_main(uint32_t client, RunControl& ctl) override {
     measuring_flag_.store(&ctl.measuring, std::memory_order_release);  // for the WAL writer
     switch (workload_) {
-      case WorkloadKind::kEmitMessage: return run_loop<WorkloadKind::kEmitMessage>(client, ctl);
-      case WorkloadKind::kSimpleUpdate: return run_loop<WorkloadKind::kSimpleUpdate>(client, ctl);
-      case WorkloadKind::kTpcbLike: return run_loop<WorkloadKind::kTpcbLike>(client, ctl);
-      case WorkloadKind::kSavepoints: return run_loop<WorkloadKind::kSavepoints>(client, ctl);
+      case WorkloadKind::kEmitMessage: run_loop<WorkloadKind::kEmitMessage>(client, ctl); break;
+      case WorkloadKind::kSimpleUpdate: run_loop<WorkloadKind::kSimpleUpdate>(client, ctl); break;
+      case WorkloadKind::kTpcbLike: run_loop<WorkloadKind::kTpcbLike>(client, ctl); break;
+      case WorkloadKind::kSavepoints: run_loop<WorkloadKind::kSavepoints>(client, ctl); break;
+    }
+    if (driver_links_ != nullptr) {  // the session ends: the driver thread returns
+      DriverLink& d = driver_links_[client];
+      d.session_over = true;
+      d.to_driver.post();
     }
   }
 
@@ -349,14 +354,23 @@ class WalCell final : public CellRun {
       nlohmann::json machine = spec_.platform.sim;
       machine["kind"] = "sim";
       const SimConfig cfg = SimConfig::from_json(machine, "/platform");
-      Simulation sim(cfg, seed_);
       const uint32_t n = clients_;
+      // Outlives the simulation, whose fibers wait on them.
+      std::unique_ptr<DriverLink[]> links;
+      if (driver_ns_ > 0) links = std::make_unique<DriverLink[]>(n);
+      driver_links_ = links.get();
+      Simulation sim(cfg, seed_);
       measuring_flag_.store(&ctl.measuring, std::memory_order_release);
       for (uint32_t i = 0; i < n; ++i)
         sim.spawn([this, &ctl, i] { client_main(i, ctl); }, "client " + std::to_string(i));
       sim.spawn([this] { wal_writer_main(); }, "walwriter");
+      if (links)  // fibers n + 1 ... 2n: client i's driver is fiber n + 1 + i
+        for (uint32_t i = 0; i < n; ++i)
+          sim.spawn([this, i] { driver_main(i); }, "driver " + std::to_string(i));
       sim.set_describe_wait([this, n](size_t f) -> std::string {
-        return f < n ? wait_event_name(wait_event(static_cast<uint32_t>(f))) : "WAL writer";
+        if (f < n) return wait_event_name(wait_event(static_cast<uint32_t>(f)));
+        if (f == n) return "WAL writer";
+        return "driver of client " + std::to_string(f - n - 1) + " (waits for its result)";
       });
       auto ns = [](double s) { return static_cast<uint64_t>(s * 1e9 + 0.5); };
       const uint64_t warm = ns(rs.warmup_s), window = std::max<uint64_t>(ns(rs.duration_s), 1);
@@ -412,6 +426,7 @@ class WalCell final : public CellRun {
         out.error = "simulation: " + o.message();
         sim.cancel_unfinished();
       }
+      driver_links_ = nullptr;  // `links` goes with this scope
       out.window_s = static_cast<double>(window) / 1e9;
       // The simulator's counters over the timed window; the run's own length (warm-up, window,
       // and the drain after stop) separately.
@@ -837,15 +852,58 @@ class WalCell final : public CellRun {
   // between the two is lumped into the overhead before both, so they are taken back to back
   // (in the "dense" form the second is reused whenever no transaction with an xid ended
   // between the two).
+  // One statement's work outside any lock: client_overhead_us, drawn with its jitter.
+  static uint64_t statement_overhead_ns(Txn& t) {
+    if (t.jitter_span_ns == 0) return t.overhead_ns;
+    return t.overhead_ns - t.jitter_span_ns / 2 + t.me.next_random() % (t.jitter_span_ns + 1);
+  }
+
+  // THE CLIENT DRIVER (workload.driver_us > 0, simulated platform): pgbench runs a thread per
+  // connection (-c N -j N) on the same machine. Per statement it takes the result off the
+  // socket, builds the next query and sends it (driver_us of CPU, part of client_overhead_us),
+  // while its backend blocks in the socket read (ClientRead); then the backend runs and the
+  // driver blocks. So a connection's two threads alternate (at most one of them runs) and every
+  // statement costs two wake-ups, each priced by the simulator as a semaphore post to a blocked
+  // thread (a unix-socket send wakes the reader the same way): an idle CPU's wake-up latency,
+  // a dispatch, and, on a busy machine, a turn in a run queue and a chance to preempt
+  // (platform.wakeup_preemption) whoever runs there, a lock holder included. Departures: the
+  // socket's bytes and the kernel's send and receive paths are in the two CPU figures; the
+  // driver thread has the same working set as a backend (platform.working_set_bytes).
+  struct DriverLink {
+    typename P::Semaphore to_driver;   // a result (or the session's end) is on the socket
+    typename P::Semaphore to_backend;  // the next statement is on the socket
+    bool session_over = false;         // set by the backend before its last post (run control,
+                                       // not modelled memory: both fibers share one OS thread)
+  };
+
+  void driver_main(uint32_t client) {
+    DriverLink& d = driver_links_[client];
+    for (;;) {
+      d.to_driver.wait();
+      if (d.session_over) return;
+      P::work(driver_ns_);
+      d.to_backend.post();
+    }
+  }
+
   void statement(Txn& t, bool takes_snapshot = false) {
-    charge_working_set<P>();  // the backend's own code runs: sim.h "Working set"
-    if (t.overhead_ns) {
+    if (driver_links_ != nullptr && t.overhead_ns) {
+      // The previous result goes to the driver, which sends the next statement back.
+      DriverLink& d = driver_links_[t.me.id.value];
       t.me.set_wait(WaitEvent::kClientRead);
-      if (t.jitter_span_ns)
-        P::work(t.overhead_ns - t.jitter_span_ns / 2 + t.me.next_random() % (t.jitter_span_ns + 1));
-      else
-        P::work(t.overhead_ns);
+      d.to_driver.post();
+      d.to_backend.wait();
       t.me.clear_wait();
+      charge_working_set<P>();  // the backend's own code runs: sim.h "Working set"
+      const uint64_t whole = statement_overhead_ns(t);
+      P::work(whole > driver_ns_ ? whole - driver_ns_ : 0);
+    } else {
+      charge_working_set<P>();  // the backend's own code runs: sim.h "Working set"
+      if (t.overhead_ns) {
+        t.me.set_wait(WaitEvent::kClientRead);
+        P::work(statement_overhead_ns(t));
+        t.me.clear_wait();
+      }
     }
     if (takes_snapshot && proc_array_)
       for (uint32_t i = 0; i < snapshots_per_statement_; ++i) proc_array_->get_snapshot(t.me);
@@ -1088,6 +1146,9 @@ class WalCell final : public CellRun {
   // The runner's RunControl::measuring, published by the clients (and drive()) for the WAL
   // writer, which starts before them; its window is owned by the writer.
   std::atomic<const std::atomic<bool>*> measuring_flag_{nullptr};
+  // THE CLIENT DRIVER: its CPU per statement, and one link per client while drive() runs.
+  const uint64_t driver_ns_ = static_cast<uint64_t>(spec_.workload.driver_us * 1000.0 + 0.5);
+  DriverLink* driver_links_ = nullptr;
   Window writer_window_;
   // The WAL writer's latch (procLatch): set by async commits, reset and polled by the writer.
   alignas(64) typename P::template Atomic<uint64_t> writer_latch_{0};
