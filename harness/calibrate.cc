@@ -225,7 +225,8 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
               scan, lw.median, polled_below, polled_charge,
               poll == 0 ? "not even the shortest idle time's was, so no polling is seen (0)"
                         : absl::StrFormat("every one up to %.0f us was: the CPU still polled (no "
-                                          "IPI, no exit from idle); a lower bound on the window, "
+                                          "IPI, no exit from idle) or its idle state was about "
+                                          "as cheap to leave; a lower bound on the window, "
                                           "which ends before %s",
                                           static_cast<double>(poll) / 1e3,
                                           poll >= idle_times.back() ? "an unmeasured idle time"

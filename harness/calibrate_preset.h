@@ -39,8 +39,8 @@ namespace walbench::calibration {
 // long idle (`halted_median`, semaphore_wake_ns's measurement) and what the simulator charges a
 // wake-up inside the window (`polled_charge_ns`: the post's line transfer + rmw_extra_ns +
 // context_switch_ns). A median counts as polled when it is nearer, as a ratio, to that charge
-// than to the halted median (under their geometric mean) and under half the halted median: the
-// sim prices each wake-up with whichever of its two charges is off by the smaller factor, so a
+// than to the halted median (under their geometric mean) and under half the halted median: each
+// idle time goes to whichever of the sim's two prices is off by the smaller factor, so a
 // wake-up that merely grows with idle time (22 us after 100 us, 68 us after 2 ms, against a 2.5
 // us polled charge) stays outside. The window is the longest idle time up to which every median
 // counted as polled; 0 when the shortest one did not. A lower bound: the window ends somewhere

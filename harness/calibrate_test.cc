@@ -343,15 +343,16 @@ TEST_CASE("calibrate: the idle-polling window is the longest idle time whose wak
   // us up to 100 us and 68 us after 2 ms as measured; the longer idle times' figures here are
   // made up to keep growing). Each is under half the 2 ms median but nearer 68 us than 2.5 us
   // as a ratio (above sqrt(2502 * 68000) = 13 us): not polling (the halving rule said 100000).
-  CHECK(idle_poll_param(idle, {22100, 22400, 22900, 22700, 31000, 35000, 40000}, 68000, polled) ==
+  CHECK(idle_poll_param(idle, {22100, 22400, 22900, 22700, 35000, 38000, 42000}, 68000, polled) ==
         0);
   // A fast wake after a slow one does not extend the window (the prefix counts).
   CHECK(idle_poll_param(idle, {2000, 30000, 2000, 2000, 2000, 2000, 2000}, 30000, polled) ==
         10000);
   // Polling through the longest idle measured: the window is at least that.
   CHECK(idle_poll_param(idle, std::vector<double>(7, 2600), 30000, polled) == 800000);
-  // Wake-ups no cheaper than half the 2 ms one are not polled, however near the polled charge.
-  CHECK(idle_poll_param(idle, std::vector<double>(7, 1500), 1600, 1400) == 0);
+  // Under the geometric mean (sqrt(1000 * 1600) = 1265) but not under half the 2 ms median:
+  // a wake-up no cheaper than that is not polled, however near the polled charge.
+  CHECK(idle_poll_param(idle, std::vector<double>(7, 1100), 1600, 1000) == 0);
   CHECK_THROWS(idle_poll_param(idle, {1, 2}, 3, polled));
 }
 

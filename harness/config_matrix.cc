@@ -565,12 +565,22 @@ void check_cell(const CellSpec& c, const std::map<std::string, std::string>& src
          "cell's platform.kind is \"" + c.platform.kind + "\"" + origin("platform.kind"),
          "no driver_us here (on real threads the round trip is client_overhead_us; with platform "
          "\"postgres\" pgbench is the driver)");
-  if (c.workload.driver_us > c.workload.client_overhead_us)
+  if (c.workload.driver_us > 0 && c.workload.driver_us < 0.001)
+    fail(blame("workload.driver_us", "workload.driver_us"),
+         absl::StrFormat("driver_us %g is under 1 ns", c.workload.driver_us),
+         "0 (no driver thread) or at least 0.001");
+  // The driver's part is fixed and the jitter is the backend's: the shortest statement drawn
+  // must still hold the driver's part.
+  const double shortest_us =
+      c.workload.client_overhead_us * (1.0 - c.workload.client_overhead_jitter);
+  if (c.workload.driver_us > shortest_us)
     fail(blame("workload.driver_us", "workload.client_overhead_us"),
-         absl::StrFormat("driver_us %g is more than client_overhead_us %g%s, of which it is a part",
+         absl::StrFormat("driver_us %g is more than the shortest statement client_overhead_us %g "
+                         "x (1 - client_overhead_jitter %g) = %g%s, of which it is a part",
                          c.workload.driver_us, c.workload.client_overhead_us,
+                         c.workload.client_overhead_jitter, shortest_us,
                          origin("workload.client_overhead_us")),
-         "driver_us <= client_overhead_us");
+         "driver_us <= client_overhead_us x (1 - client_overhead_jitter)");
   if (!c.workload.transactional && c.workload.name != "emit_message")
     fail(blame("workload.transactional", "workload.name"),
          "workload " + c.workload.name + " is always transactional" + origin("workload.name"),
@@ -624,18 +634,21 @@ void check_host_limits(const CellSpec& c, const HostLimits& limits,
   auto it = src.find("clients");
   const Where w{file, it == src.end() ? "" : it->second};
   // Clients, the WAL writer and, with workload.driver_us, a driver per client.
-  const uint64_t fibers = uint64_t{c.clients} * (c.workload.driver_us > 0 ? 2 : 1) + 1;
+  const uint64_t fibers_per_client = c.workload.driver_us > 0 ? 2 : 1;
+  const uint64_t fibers = uint64_t{c.clients} * fibers_per_client + 1;
   const uint64_t maps = fibers * kSimMappingsPerFiber + kProcessMappings;
   if (limits.max_map_count != 0 && maps > limits.max_map_count) {
     const uint64_t most = limits.max_map_count > kProcessMappings + kSimMappingsPerFiber
-                              ? (limits.max_map_count - kProcessMappings) / kSimMappingsPerFiber - 1
+                              ? ((limits.max_map_count - kProcessMappings) / kSimMappingsPerFiber -
+                                 1) / fibers_per_client
                               : 0;
     const uint64_t raise_to = (maps + 65535) / 65536 * 65536;
     fail(w,
          absl::StrFormat("%d simulated clients need about %d memory mappings (%d per fiber: a "
-                         "stack and its guard page, for %d fibers with the WAL writer, plus %d "
+                         "stack and its guard page, for %d fibers with the WAL writer%s, plus %d "
                          "for the process), more than this machine's vm.max_map_count of %d",
-                         c.clients, maps, kSimMappingsPerFiber, fibers, kProcessMappings,
+                         c.clients, maps, kSimMappingsPerFiber, fibers,
+                         fibers_per_client > 1 ? " and a driver per client" : "", kProcessMappings,
                          limits.max_map_count),
          absl::StrFormat("at most %d clients per simulated cell here, or a higher limit: sudo "
                          "sysctl -w vm.max_map_count=%d (with run -j N, cells running at once "

@@ -242,7 +242,15 @@ TEST_CASE("workload.driver_us: simulated platform only, and a part of client_ove
       R"({"strategy": "ideal", "platform": {"kind": "sim"},
           "workload": {"client_overhead_us": 4, "driver_us": 5}})");
   CHECK(more.json_path == "/workload/driver_us");
-  CHECK(more.expected == "driver_us <= client_overhead_us");
+  CHECK(more.expected == "driver_us <= client_overhead_us x (1 - client_overhead_jitter)");
+  // The jitter is the backend's part: the shortest statement drawn must hold the driver's.
+  CHECK(error_of(R"({"strategy": "ideal", "platform": {"kind": "sim"},
+                     "workload": {"client_overhead_us": 30, "client_overhead_jitter": 0.9,
+                                  "driver_us": 5}})")
+            .problem.find("= 3") != std::string::npos);
+  CHECK(error_of(R"({"strategy": "ideal", "platform": {"kind": "sim"},
+                     "workload": {"client_overhead_us": 30, "driver_us": 0.0001}})")
+            .problem.find("under 1 ns") != std::string::npos);
   CHECK(error_of(R"({"strategy": "ideal", "platform": {"kind": "sim"},
                      "workload": {"driver_us": -1}})")
             .json_path == "/workload/driver_us");

@@ -359,6 +359,10 @@ class WalCell final : public CellRun {
       std::unique_ptr<DriverLink[]> links;
       if (driver_ns_ > 0) links = std::make_unique<DriverLink[]>(n);
       driver_links_ = links.get();
+      struct ForgetLinks {  // before `links` goes, however this scope is left
+        DriverLink*& links;
+        ~ForgetLinks() { links = nullptr; }
+      } forget_links{driver_links_};
       Simulation sim(cfg, seed_);
       measuring_flag_.store(&ctl.measuring, std::memory_order_release);
       for (uint32_t i = 0; i < n; ++i)
@@ -366,7 +370,8 @@ class WalCell final : public CellRun {
       sim.spawn([this] { wal_writer_main(); }, "walwriter");
       if (links)  // fibers n + 1 ... 2n: client i's driver is fiber n + 1 + i
         for (uint32_t i = 0; i < n; ++i)
-          sim.spawn([this, i] { driver_main(i); }, "driver " + std::to_string(i));
+          sim.spawn([this, i] { driver_main(i); }, "driver " + std::to_string(i),
+                    /*keeps_working_set=*/false);
       sim.set_describe_wait([this, n](size_t f) -> std::string {
         if (f < n) return wait_event_name(wait_event(static_cast<uint32_t>(f)));
         if (f == n) return "WAL writer";
@@ -426,7 +431,6 @@ class WalCell final : public CellRun {
         out.error = "simulation: " + o.message();
         sim.cancel_unfinished();
       }
-      driver_links_ = nullptr;  // `links` goes with this scope
       out.window_s = static_cast<double>(window) / 1e9;
       // The simulator's counters over the timed window; the run's own length (warm-up, window,
       // and the drain after stop) separately.
@@ -840,18 +844,6 @@ class WalCell final : public CellRun {
 
   // ---- Transaction steps shared by the workloads. ----
 
-  // One statement's client overhead, reported as Client:ClientRead (the backend between two
-  // statements waits for the client's next command; the parse/plan/execute CPU time in the
-  // overhead is lumped in, see the header), then, for a statement that reads or writes a table
-  // (takes_snapshot), GetSnapshotData when a ProcArray is modelled, clog.snapshots_per_statement
-  // times. PostgreSQL takes two for a SELECT/INSERT/UPDATE/DELETE in READ COMMITTED, one in
-  // exec_simple_query (parse analysis and planning; exec_bind_message: planning, and with
-  // unnamed extended-protocol statements exec_parse_message takes a third) and a new one in
-  // PortalStart (or PortalRunMulti) for execution (postgres.c explains why the first is not
-  // reused: pgsql-hackers 5075D8DF.6050500@fuzzy.cz, 2012). Departure: the planning work
-  // between the two is lumped into the overhead before both, so they are taken back to back
-  // (in the "dense" form the second is reused whenever no transaction with an xid ended
-  // between the two).
   // One statement's work outside any lock: client_overhead_us, drawn with its jitter.
   static uint64_t statement_overhead_ns(Txn& t) {
     if (t.jitter_span_ns == 0) return t.overhead_ns;
@@ -868,12 +860,15 @@ class WalCell final : public CellRun {
   // a dispatch, and, on a busy machine, a turn in a run queue and a chance to preempt
   // (platform.wakeup_preemption) whoever runs there, a lock holder included. Departures: the
   // socket's bytes and the kernel's send and receive paths are in the two CPU figures; the
-  // driver thread has the same working set as a backend (platform.working_set_bytes).
+  // driver's own data (a few KiB of connection buffers) is left out of the working-set model
+  // (sim.h "Working set": its dispatches neither refill nor evict); driver_us is per statement
+  // and the same for every statement; the jitter is the backend's part alone. Each semaphore has
+  // a cache line of its own, as each connection's socket has its own kernel state.
   struct DriverLink {
-    typename P::Semaphore to_driver;   // a result (or the session's end) is on the socket
-    typename P::Semaphore to_backend;  // the next statement is on the socket
-    bool session_over = false;         // set by the backend before its last post (run control,
-                                       // not modelled memory: both fibers share one OS thread)
+    alignas(64) typename P::Semaphore to_driver;   // a result (or the session's end) is there
+    alignas(64) typename P::Semaphore to_backend;  // the next statement is there
+    bool session_over = false;  // set by the backend before its last post (run control, not
+                                // modelled memory: both fibers share one OS thread)
   };
 
   void driver_main(uint32_t client) {
@@ -886,6 +881,19 @@ class WalCell final : public CellRun {
     }
   }
 
+  // One statement's client overhead, reported as Client:ClientRead (the backend between two
+  // statements waits for the client's next command; the parse/plan/execute CPU time in the
+  // overhead is lumped in, see the header; with a client driver, ClientRead is the wait for the
+  // driver alone and the backend's part is CPU time, as pg_stat_activity shows it), then, for a
+  // statement that reads or writes a table (takes_snapshot), GetSnapshotData when a ProcArray is
+  // modelled, clog.snapshots_per_statement times. PostgreSQL takes two for a SELECT/INSERT/UPDATE/DELETE in READ COMMITTED, one in
+  // exec_simple_query (parse analysis and planning; exec_bind_message: planning, and with
+  // unnamed extended-protocol statements exec_parse_message takes a third) and a new one in
+  // PortalStart (or PortalRunMulti) for execution (postgres.c explains why the first is not
+  // reused: pgsql-hackers 5075D8DF.6050500@fuzzy.cz, 2012). Departure: the planning work
+  // between the two is lumped into the overhead before both, so they are taken back to back
+  // (in the "dense" form the second is reused whenever no transaction with an xid ended
+  // between the two).
   void statement(Txn& t, bool takes_snapshot = false) {
     if (driver_links_ != nullptr && t.overhead_ns) {
       // The previous result goes to the driver, which sends the next statement back.
@@ -1147,7 +1155,7 @@ class WalCell final : public CellRun {
   // writer, which starts before them; its window is owned by the writer.
   std::atomic<const std::atomic<bool>*> measuring_flag_{nullptr};
   // THE CLIENT DRIVER: its CPU per statement, and one link per client while drive() runs.
-  const uint64_t driver_ns_ = static_cast<uint64_t>(spec_.workload.driver_us * 1000.0 + 0.5);
+  const uint64_t driver_ns_ = static_cast<uint64_t>(spec_.workload.driver_us * 1000.0);
   DriverLink* driver_links_ = nullptr;
   Window writer_window_;
   // The WAL writer's latch (procLatch): set by async commits, reset and polled by the writer.

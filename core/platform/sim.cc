@@ -112,10 +112,11 @@ Simulation::~Simulation() {
 #endif
 }
 
-size_t Simulation::spawn(std::function<void()> body, std::string name) {
+size_t Simulation::spawn(std::function<void()> body, std::string name, bool keeps_working_set) {
   auto owned = std::make_unique<Fiber>();
   Fiber* f = owned.get();
   f->index = static_cast<uint32_t>(fibers_.size());
+  f->keeps_working_set = keeps_working_set;
   f->body = std::move(body);
   f->name = std::move(name);
   f->ctx = boost::context::fiber(
@@ -466,7 +467,7 @@ void Simulation::dispatch(Fiber& f, uint32_t hw, uint64_t t) {
   f.dispatched_once = true;
   f.core = hw % cfg_.cores;
   f.clock = std::max(f.clock, t) + cfg_.context_switch_ns;
-  if (cfg_.working_set_bytes != 0) refill_working_set(f);
+  if (cfg_.working_set_bytes != 0 && f.keeps_working_set) refill_working_set(f);
   f.slice_end = f.clock + cfg_.time_slice_ns;
   f.run_start = f.clock;
   f.state = Fiber::State::kReady;

@@ -231,7 +231,9 @@
 //   transaction statement (Li, Ding and Shen, "Quantifying the cost of context switch", ExpCS
 //   2007: the indirect cost of a switch grows with the working set and dominates the direct one
 //   past the cache size). The charge is work: stretched by smt_work_factor while the SMT sibling
-//   is busy (refill_ns counts it unstretched). Departures: every dispatch makes the thread the
+//   is busy (refill_ns counts it unstretched). A fiber spawned with keeps_working_set false (the
+//   workload's client driver, whose own data is a few KiB) is outside the model: it neither
+//   pays a refill nor takes a place in the caches. Departures: every dispatch makes the thread the
 //   most recent in both caches, a waiter that only re-checks a lock included (it pays nothing
 //   itself, but pushes other sets out); when the L2 holds fewer sets than the core has hardware
 //   threads, siblings evict each other whatever the order; a move across sockets or clusters
@@ -659,7 +661,10 @@ class Simulation {
 
   // A fiber that runs body; it becomes runnable at the current virtual time (0 before the first
   // run()). May be called before run(), from a fiber, or from an `at` callback. Returns its index.
-  size_t spawn(std::function<void()> body, std::string name);
+  // keeps_working_set false: a thread whose own data is small next to working_set_bytes (the
+  // workload's client driver): its dispatches neither refill nor take a place in the caches'
+  // working-set LRU (COST MODEL "Working set").
+  size_t spawn(std::function<void()> body, std::string name, bool keeps_working_set = true);
   // Call fn in scheduler context when virtual time reaches ns. Ties at ns go by sequence number:
   // fn runs before every fiber event at ns queued after it, and a fiber that runs into ns (its
   // next P operation at clock ns) yields to it. fn must not block; it may spawn, write P
@@ -992,6 +997,7 @@ struct Simulation::Fiber {
   // Working-set residency per cache level (Simulation::cache_lru_): the cache holding it, -1
   // for none, and the LRU links there.
   int32_t cache_home[2] = {-1, -1};
+  bool keeps_working_set = true;    // false: outside the working-set model (Simulation::spawn)
   uint64_t refill_due = 0;          // refill left due by a cold dispatch, charged at the next
   bool refill_from_memory = false;  // touch_working_set (and where it comes from)
   int32_t lru_prev[2] = {-1, -1};

@@ -1327,6 +1327,42 @@ TEST_CASE("sim: a thread that moves to another core refills from the shared L3",
   CHECK(after - before == 1066);
 }
 
+TEST_CASE("sim: a thread spawned without a working set neither refills nor evicts", "[sim]") {
+  // One core whose L2 holds one working set. A touches its set, sleeps on a semaphore while D
+  // (spawned with keeps_working_set false) runs and posts it, and touches it again: D's
+  // dispatch took no place in the L2, so A's second touch costs nothing; D itself never refills.
+  // With D an ordinary thread, D's dispatch evicts A's set and both pay refills.
+  auto run = [](bool d_keeps_working_set) {
+    SimConfig cfg = small_machine(1, 1, SimPlacement::kCompact);
+    cfg.memory_ns = 90;
+    cfg.cluster_cache_ns = 25;
+    cfg.working_set_bytes = 64 * 1024;
+    cfg.core_cache_bytes = 64 * 1024;
+    cfg.cluster_cache_bytes = 64 * 1024;
+    auto sem = std::make_unique<SP::Semaphore>();
+    Simulation sim(cfg, 1);
+    sim.spawn([&] {
+      SP::touch_working_set();
+      SP::work(10000);
+      sem->wait();
+      SP::touch_working_set();
+      SP::work(10000);
+    }, "A");
+    sim.spawn([&] {
+      SP::touch_working_set();
+      SP::work(20000);
+      sem->post();
+    }, "D", d_keeps_working_set);
+    const SimOutcome out = sim.run();
+    REQUIRE(out.finished());
+    return out.counters;
+  };
+  const SimCounters light = run(false), heavy = run(true);
+  CHECK(light.memory_refills + light.cluster_cache_refills == 1);  // A's first dispatch only
+  CHECK(heavy.memory_refills + heavy.cluster_cache_refills == 3);  // A twice, D once
+  CHECK(light.refill_ns < heavy.refill_ns);
+}
+
 TEST_CASE("sim: an SMT sibling's dispatches do not evict the running thread's working set",
           "[sim]") {
   // One core, two hardware threads, an L2 of two working sets. A runs on one hardware thread
