@@ -157,11 +157,12 @@ std::vector<Entry> workload_entries() {
       "(per-client seeded: deterministic); 0: every statement takes exactly the mean, which on "
       "the simulated platform lets clients march in lockstep"};
   const Row driver_row{
-      "driver_us", "number", fmt_num(d.driver_us), "0..client_overhead_us",
+      "driver_us", "number", fmt_num(d.driver_us),
+      "0, or 0.001..client_overhead_us x (1 - client_overhead_jitter)",
       "simulated platform only: the client driver's (pgbench's thread's) CPU per statement, in "
       "us, part of client_overhead_us, on a thread of its own per client: the backend hands it "
       "each result and blocks (ClientRead) until it sends the next statement, so every "
-      "statement costs two wake-ups and the driver competes for CPUs (core/cell/wal_cell.h "
+      "statement costs two wake-ups and the drivers compete for CPUs (core/cell/wal_cell.h "
       "\"THE CLIENT DRIVER\"); 0: no driver thread, the round trip is backend work"};
   const std::vector<Row> overhead_rows = {
       {"client_overhead_us", "number", fmt_num(d.client_overhead_us), "0..10000000",
