@@ -214,7 +214,7 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
     }
     // Inside the window the sim charges the post's line RMW and the dispatch's context switch.
     const double polled_charge = static_cast<double>(socket_ns + rmw_ns + cs_ns);
-    const double polled_below = std::min(std::sqrt(polled_charge * lw.median), lw.median / 2);
+    const double polled_below = polled_wake_bound(lw.median, polled_charge);
     const uint64_t poll = idle_poll_param(idle_times, idle_medians, lw.median, polled_charge);
     p.set("idle_poll_ns", poll,
           absl::StrFormat(

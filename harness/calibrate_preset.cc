@@ -54,16 +54,19 @@ const std::vector<std::string> kKeyOrder = {"cores",
 
 }  // namespace
 
+double polled_wake_bound(double halted_median, double polled_charge_ns) {
+  return std::min(std::sqrt(std::max(polled_charge_ns, 0.0) * halted_median), halted_median / 2);
+}
+
 uint64_t idle_poll_param(const std::vector<double>& idle_ns,
                          const std::vector<double>& wake_medians, double halted_median,
                          double polled_charge_ns) {
   if (idle_ns.size() != wake_medians.size())
     throw std::invalid_argument("idle_poll_param: one wake-up median per idle time expected");
-  const double nearer_polled_below = std::sqrt(std::max(polled_charge_ns, 0.0) * halted_median);
+  const double polled_below = polled_wake_bound(halted_median, polled_charge_ns);
   uint64_t window = 0;
   for (size_t i = 0; i < idle_ns.size(); ++i) {
-    const bool polled = wake_medians[i] < nearer_polled_below && wake_medians[i] < halted_median / 2;
-    if (!polled) break;
+    if (!(wake_medians[i] < polled_below)) break;
     window = whole_ns(idle_ns[i], 0);
   }
   return window;

@@ -48,6 +48,9 @@ namespace walbench::calibration {
 uint64_t idle_poll_param(const std::vector<double>& idle_ns,
                          const std::vector<double>& wake_medians, double halted_median,
                          double polled_charge_ns);
+// The bound idle_poll_param holds each median against: a wake-up median under it counts as
+// polled (the geometric mean of the two prices, at most half the halted median).
+double polled_wake_bound(double halted_median, double polled_charge_ns);
 
 uint64_t semaphore_wake_param(double wake_to_run_ns, uint64_t line_rmw_ns,
                               uint64_t context_switch_ns);

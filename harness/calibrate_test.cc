@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "tests/temp_dir.h"
 #include <filesystem>
@@ -354,6 +355,14 @@ TEST_CASE("calibrate: the idle-polling window is the longest idle time whose wak
   // a wake-up no cheaper than that is not polled, however near the polled charge.
   CHECK(idle_poll_param(idle, std::vector<double>(7, 1100), 1600, 1000) == 0);
   CHECK_THROWS(idle_poll_param(idle, {1, 2}, 3, polled));
+  // The bound calibrate's source line prints is the one the window is decided by.
+  using calibration::polled_wake_bound;
+  CHECK(polled_wake_bound(46790, polled) == Approx(std::sqrt(2502.0 * 46790)));
+  CHECK(polled_wake_bound(1600, 1000) == Approx(800));
+  CHECK(idle_poll_param(idle, std::vector<double>(7, polled_wake_bound(46790, polled)), 46790,
+                        polled) == 0);
+  CHECK(idle_poll_param(idle, std::vector<double>(7, polled_wake_bound(46790, polled) - 1),
+                        46790, polled) == 800000);
 }
 
 TEST_CASE("calibrate: the CAS loop counts every try and every success", "[calibrate]") {
