@@ -74,6 +74,7 @@ json to_json(const WorkloadSpec& w) {
               {"scale", w.scale}};
   // Named only when set, so that the cells of files made before it read as they did.
   if (w.driver_us > 0) out["driver_us"] = w.driver_us;
+  if (w.unlogged_tables) out["tables"] = "unlogged";
   return out;
 }
 

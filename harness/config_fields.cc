@@ -166,6 +166,10 @@ const std::vector<FieldDef>& field_defs() {
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.workload.checkpoint_timeout_s = want_number(v, w, 0, true, 86400);
        }},
+      {"workload", "tables",
+       [](CellSpec& c, const OJson& v, const Where& w) {
+         c.workload.unlogged_tables = want_string(v, w, {"permanent", "unlogged"}) == "unlogged";
+       }},
       {"workload", "scale",
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.workload.scale = static_cast<uint32_t>(want_int(v, w, 1, 100000));

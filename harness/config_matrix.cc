@@ -585,6 +585,11 @@ void check_cell(const CellSpec& c, const std::map<std::string, std::string>& src
     fail(blame("workload.transactional", "workload.name"),
          "workload " + c.workload.name + " is always transactional" + origin("workload.name"),
          "\"transactional\": false only with emit_message");
+  if (c.workload.unlogged_tables && c.workload.name == "emit_message")
+    fail(blame("workload.tables", "workload.name"),
+         "workload emit_message touches no table, so \"tables\": \"unlogged\" means nothing "
+         "there" + origin("workload.name"),
+         "\"tables\" with simple_update, tpcb_like or savepoints (pgbench's tables)");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -182,6 +182,14 @@ std::vector<Entry> workload_entries() {
   pgbench_rows.push_back({"scale", "integer", std::to_string(d.scale), "1..100000",
                           "pgbench's scale factor: 100000 accounts rows, 10 tellers and 1 "
                           "branch per unit (the tables whose pages are imaged)"});
+  pgbench_rows.push_back(
+      {"tables", "string", d.unlogged_tables ? "\"unlogged\"" : "\"permanent\"",
+       "permanent | unlogged",
+       "unlogged: pgbench's tables created UNLOGGED (pgbench -i --unlogged-tables): no heap, "
+       "prune, btree or lock record and no page image, only the COMMIT, which is never flushed "
+       "(a transaction that wrote no WAL before its commit record takes the asynchronous path "
+       "whatever commit.synchronous_commit says); xids, CLOG and snapshots as with permanent "
+       "tables. A matrix key workload.tables matches a reference table's `tables` column"});
   return {
       {"emit_message",
        "PostgreSQL's SELECT pg_logical_emit_message(true, 'test', repeat('0', N)), one statement "

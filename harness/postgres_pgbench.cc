@@ -34,6 +34,16 @@ std::string pgbench_script(const WorkloadSpec& w) {
                       "another distribution); expected a fixed or uniform size");
 }
 
+std::vector<std::string> pgbench_init_args(const CellSpec& cell, const std::string& bindir,
+                                           const std::string& host, int port) {
+  std::vector<std::string> args = {bindir + "/pgbench", "-h", host, "-p", std::to_string(port),
+                                   "-U", "walbench", "-i", "-q", "-s",
+                                   std::to_string(cell.workload.scale)};
+  if (cell.workload.unlogged_tables) args.push_back("--unlogged-tables");
+  args.push_back("postgres");
+  return args;
+}
+
 std::vector<std::string> pgbench_args(const CellSpec& cell, const std::string& bindir,
                                       const std::string& host, int port,
                                       const std::string& script_path, int seconds,

@@ -21,6 +21,11 @@ namespace walbench {
 // workload pgbench cannot run yet.
 std::string pgbench_script(const WorkloadSpec& workload);
 
+// pgbench -i's argv for the cell's tables: scale workload.scale, and --unlogged-tables with
+// workload.tables "unlogged" (quiet; the database is the last argument).
+std::vector<std::string> pgbench_init_args(const CellSpec& cell, const std::string& bindir,
+                                           const std::string& host, int port);
+
 // pgbench's arguments (argv[0] = BINDIR/pgbench) for `clients` clients over `seconds`, with a
 // progress line per `progress_s` (0: none), against the server at `host` (a socket directory)
 // and `port` as user walbench; `script_path` is where pgbench_script() was written ("" for a

@@ -84,6 +84,14 @@ TEST_CASE("each workload's pgbench script and arguments", "[postgres][pgbench]")
   c.workload.name = "tpcb_like";
   args = pgbench_args(c, "/b", "/sock", 5433, "", 7, 1);
   CHECK(std::find(args.begin(), args.end(), "tpcb-like") != args.end());
+  CHECK(pgbench_init_args(c, "/b", "/sock", 5433) ==
+        std::vector<std::string>{"/b/pgbench", "-h", "/sock", "-p", "5433", "-U", "walbench", "-i",
+                                 "-q", "-s", "1", "postgres"});
+  c.workload.scale = 100;
+  c.workload.unlogged_tables = true;  // pgbench -i --unlogged-tables (workload.tables)
+  CHECK(pgbench_init_args(c, "/b", "/sock", 5433) ==
+        std::vector<std::string>{"/b/pgbench", "-h", "/sock", "-p", "5433", "-U", "walbench", "-i",
+                                 "-q", "-s", "100", "--unlogged-tables", "postgres"});
   c.workload.name = "savepoints";
   CHECK_THROWS_WITH(pgbench_script(c.workload), Catch::Contains("has no pgbench script yet"));
   c.workload.name = "emit_message";

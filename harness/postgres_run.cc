@@ -412,7 +412,9 @@ struct PostgresRuns::Server {
   std::unique_ptr<PostgresServer> cluster;
   std::unique_ptr<PgConnection> observer;  // walbench's connection
   ojson about;                             // version, build, settings
-  std::vector<uint32_t> initialised_scales;  // pgbench -i done with these scales (one at a time)
+  // pgbench -i done with this scale and table kind (one at a time; -1: not yet).
+  int64_t initialised_scale = -1;
+  bool initialised_unlogged = false;
   bool created_tables = false;               // on a dsn server: pgbench's tables are walbench's
 };
 
@@ -674,9 +676,8 @@ RepResult PostgresRuns::run_repetition(const CellSpec& cell, uint64_t seed, bool
 
   try {
     TempDirectory dir;
-    if (pgbench_tables &&
-        std::find(sv->initialised_scales.begin(), sv->initialised_scales.end(),
-                  cell.workload.scale) == sv->initialised_scales.end()) {
+    if (pgbench_tables && (sv->initialised_scale != static_cast<int64_t>(cell.workload.scale) ||
+                           sv->initialised_unlogged != cell.workload.unlogged_tables)) {
       if (!sv->own_cluster && !sv->created_tables &&
           sv->observer->value("SELECT to_regclass('pgbench_branches') IS NOT NULL") == "t")
         throw PostgresError(
@@ -684,16 +685,15 @@ RepResult PostgresRuns::run_repetition(const CellSpec& cell, uint64_t seed, bool
             "them yourself (walbench creates and drops only its own) or run a throwaway "
             "cluster (no platform.dsn)");
       std::vector<std::string> init =
-          connection_fixed({sv->bindir + "/pgbench", "-h", sv->host, "-p",
-                            std::to_string(sv->port), "-U", "walbench", "-i", "-q", "-s",
-                            std::to_string(cell.workload.scale), "postgres"},
+          connection_fixed(pgbench_init_args(cell, sv->bindir, sv->host, sv->port),
                            sv->own_cluster, cell.platform.postgres.dsn);
       sv->created_tables = true;
       int rc = 0;
       const std::string out =
           run_to_completion(init, dir.path, kInitTimeoutS + kInitTimeoutPerScaleS * cell.workload.scale, rc);
       if (rc != 0) throw PostgresError("pgbench -i failed (exit " + std::to_string(rc) + "): " + last_lines(out));
-      sv->initialised_scales.assign(1, cell.workload.scale);
+      sv->initialised_scale = cell.workload.scale;
+      sv->initialised_unlogged = cell.workload.unlogged_tables;
     }
     std::string script_path;
     if (!script.empty()) {

@@ -419,6 +419,8 @@ std::string setup_line_measuring(const json& cell, const json& matrix_rest, cons
                                           get_or<int>(w, "scale", 1),
                                           get_or<double>(w, "checkpoint_timeout_s", 300.0))
                         : std::string("full_page_writes=off"));
+  if (get_or<std::string>(w, "tables", "permanent") == "unlogged")
+    attrs.push_back("unlogged tables");
   std::string s = "workload " + get_or<std::string>(w, "name", "?") + " (";
   for (size_t i = 0; i < attrs.size(); ++i) s += (i ? ", " : "") + attrs[i];
   s += ")";

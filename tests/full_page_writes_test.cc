@@ -3,10 +3,14 @@
 // transaction a simulated tpcb_like cell writes right after a checkpoint (every touch is a
 // page's first), in the steady state (each page imaged once per long cycle) and with
 // full_page_writes off (PROTOCOLS.md section 7's 434 B/txn, 459 as walbench counts it).
+// Unlogged tables (workload.tables "unlogged", core/cell/wal_cell.h "UNLOGGED TABLES"): only the
+// commit record, no image, never a flush at commit.
 #include <catch2/catch.hpp>
 
+#include "harness/cell_json.h"
 #include "harness/config.h"
 #include "core/cell/full_page_images.h"
+#include "core/wal/format.h"
 #include "tests/conformance.h"
 
 using namespace walbench;
@@ -128,5 +132,71 @@ TEST_CASE("full-page images: the workload keys parse, and bad values get one-lin
     CHECK(e.json_path == bad.json_path);
     CHECK_FALSE(e.expected.empty());
     CHECK(std::string(e.what()).find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("unlogged tables: each transaction writes its commit record only, no image, and never "
+          "flushes at commit, whatever synchronous_commit says", "[fpw][sim]") {
+  auto per_txn = [](const Outcome& o, double what) {
+    REQUIRE(o.window.txns > 50);
+    return what / static_cast<double>(o.window.txns);
+  };
+  // Right after a checkpoint (every touch a page's first) and with synchronous commits: with
+  // permanent tables every transaction carries images and flushes its commit.
+  CellSpec logged = tpcb_cell(true, 1e-6, 100);
+  logged.commit.synchronous_commit = true;
+  const Outcome permanent = run_cell(logged, 0.05);
+  CHECK(permanent.verify.ok);
+  CHECK(per_txn(permanent, permanent.model["full_page_images"].get<double>()) > 4);
+  CHECK(per_txn(permanent, permanent.model["flushes"].get<double>()) > 0.2);
+
+  for (const char* workload : {"tpcb_like", "simple_update", "savepoints"}) {
+    INFO(workload);
+    CellSpec unlogged = logged;
+    unlogged.workload.name = workload;
+    unlogged.workload.unlogged_tables = true;
+    const Outcome o = run_cell(unlogged, 0.05);
+    CHECK(o.verify.ok);
+    // The COMMIT alone, MAXALIGNed as reserved (savepoints: with its three subxact xids).
+    const uint32_t commit =
+        max_align(commit_record_size(std::string(workload) == "savepoints" ? 3 : 0));
+    CHECK(per_txn(o, static_cast<double>(o.window.wal_bytes)) == Approx(commit).epsilon(1e-9));
+    CHECK(o.model["full_page_images"].get<uint64_t>() == 0);
+    // No backend flushes at commit: the WAL writer writes the commit records.
+    CHECK(o.model["flushes"].get<uint64_t>() == 0);
+    CHECK(o.model["storage_bytes"].get<double>() > 0.5 * static_cast<double>(o.window.wal_bytes));
+  }
+}
+
+TEST_CASE("unlogged tables: the workload key parses, is echoed only when set, and is refused "
+          "where no table is touched", "[fpw][config]") {
+  auto expand = [](const std::string& workload) {
+    return expand_matrix(nlohmann::ordered_json::parse(
+                             R"({"strategy": "insert_locks", "workload": )" + workload + "}"),
+                         "tables.json");
+  };
+  CHECK(expand(R"({"name": "tpcb_like", "tables": "unlogged"})").at(0).workload.unlogged_tables);
+  CHECK_FALSE(expand(R"({"name": "tpcb_like", "tables": "permanent"})").at(0).workload.unlogged_tables);
+  CHECK_FALSE(expand(R"({"name": "tpcb_like"})").at(0).workload.unlogged_tables);
+  WorkloadSpec w;
+  w.name = "tpcb_like";
+  CHECK_FALSE(to_json(w).contains("tables"));  // files made before the key read as they did
+  w.unlogged_tables = true;
+  CHECK(to_json(w)["tables"] == "unlogged");
+  for (const auto& [workload, expected] :
+       std::vector<std::pair<std::string, std::string>>{
+           {R"({"name": "tpcb_like", "tables": "temporary"})", "permanent"},
+           {R"({"name": "tpcb_like", "tables": true})", "permanent"},
+           {R"({"name": "emit_message", "tables": "unlogged"})", "simple_update"}}) {
+    INFO(workload);
+    try {
+      expand(workload);
+      FAIL("no ConfigError");
+    } catch (const ConfigError& e) {
+      CHECK(e.file == "tables.json");
+      CHECK(e.json_path == "/workload/tables");
+      CHECK(e.expected.find(expected) != std::string::npos);
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+    }
   }
 }

@@ -118,6 +118,12 @@ struct WorkloadSpec {
   bool full_page_writes = false;
   double checkpoint_timeout_s = 300;
   uint32_t scale = 1;
+  // pgbench workloads: pgbench's tables created UNLOGGED (pgbench -i --unlogged-tables; JSON
+  // "tables": "unlogged", default "permanent"): their changes write no WAL and no page images,
+  // so a transaction's only record is its commit, which then needs no flush whatever
+  // synchronous_commit says (RecordTransactionCommit flushes only when the transaction wrote
+  // WAL before its commit record; core/cell/wal_cell.h "UNLOGGED TABLES").
+  bool unlogged_tables = false;
 };
 
 struct RunSpec {

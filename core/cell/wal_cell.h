@@ -61,6 +61,17 @@
 //   takes 2, see statement()), and the commit ends with
 //   ProcArrayEndTransaction (core/clog/proc_array.h) instead of the owner clearing its xid.
 //   Each statement's client overhead is reported to the sampler as Client:ClientRead.
+// UNLOGGED TABLES (workload.tables "unlogged"; pgbench -i --unlogged-tables, as the 2011
+// "Moving more work outside WALInsertLock" thread ran beside its permanent tables): a change to
+// an unlogged relation writes no WAL (RelationNeedsWAL is false: no heap, prune, btree or lock
+// record, and so no full-page image), while everything else a statement does stays: the xid
+// is assigned by the first update, tuples are checked against the CLOG, snapshots are taken,
+// and the commit writes its COMMIT record and sets the CLOG status. RecordTransactionCommit
+// (xact.c) flushes only when the transaction wrote WAL before its commit record (wrote_xlog =
+// XactLastRecEnd != 0) and synchronous_commit is on; a transaction that touched only
+// unlogged tables takes XLogSetAsyncXactLSN's path whatever synchronous_commit says, so the
+// WAL writer writes its commit record (commit() below decides by the transaction's WAL bytes
+// before the commit, the same test).
 #pragma once
 
 #include <algorithm>
@@ -720,8 +731,8 @@ class WalCell final : public CellRun {
         accounts_update(t);
         statement(t, true);  // SELECT abalance
         statement(t, true);  // INSERT INTO pgbench_history
-        insert_record(t, kRmHeap, kInfoHeapInsert, kHeapInsertSize, t.xid,
-                      page_image(t, PgbenchTable::kHistory));
+        table_record(t, kRmHeap, kInfoHeapInsert, kHeapInsertSize, t.xid,
+                     page_image(t, PgbenchTable::kHistory));
         statement(t);  // END
         commit(t);
       } else if constexpr (W == WorkloadKind::kTpcbLike) {
@@ -731,21 +742,21 @@ class WalCell final : public CellRun {
         statement(t, true);  // SELECT abalance
         statement(t, true);  // UPDATE pgbench_tellers
         tuple_check(t, PgbenchTable::kTellers);
-        insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid,
-                      page_image(t, PgbenchTable::kTellers));
+        table_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid,
+                     page_image(t, PgbenchTable::kTellers));
         statement(t, true);  // UPDATE pgbench_branches
         tuple_check(t, PgbenchTable::kBranches);
         {  // the first record on the branch's page carries its image
           uint32_t image = page_image(t, PgbenchTable::kBranches);
           if (chance(t, kBranchLockPermille)) {
-            insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid, image);
+            table_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid, image);
             image = 0;
           }
-          insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid, image);
+          table_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid, image);
         }
         statement(t, true);  // INSERT INTO pgbench_history
-        insert_record(t, kRmHeap, kInfoHeapInsert, kHeapInsertSize, t.xid,
-                      page_image(t, PgbenchTable::kHistory));
+        table_record(t, kRmHeap, kInfoHeapInsert, kHeapInsertSize, t.xid,
+                     page_image(t, PgbenchTable::kHistory));
         statement(t);  // END
         commit(t);
       } else {
@@ -754,15 +765,15 @@ class WalCell final : public CellRun {
         statement(t, true);  // SELECT ... FROM pgbench_accounts FOR UPDATE
         tuple_check(t, PgbenchTable::kAccounts);
         assign_top(t);
-        insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid,
-                      page_image(t, PgbenchTable::kAccounts));
+        table_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid,
+                     page_image(t, PgbenchTable::kAccounts));
         for (uint32_t i = 0; i < kSavepoints; ++i) {
           statement(t);  // SAVEPOINT s<i+1>
           statement(t, true);  // SELECT ... FOR UPDATE, inside the subtransaction
           tuple_check(t, kSavepointTables[i]);
           const Xid sub = assign_sub(t);
-          insert_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, sub,
-                        page_image(t, kSavepointTables[i]));
+          table_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, sub,
+                       page_image(t, kSavepointTables[i]));
         }
         statement(t);  // END
         commit(t);
@@ -798,17 +809,17 @@ class WalCell final : public CellRun {
     tuple_check(t, PgbenchTable::kAccounts);  // the row found by the index scan
     uint32_t image = page_image(t, PgbenchTable::kAccounts);
     if (chance(t, kPrunePermille)) {
-      insert_record(t, kRmHeap2, kInfoHeap2Prune, kHeap2PruneSize, t.xid, image);
+      table_record(t, kRmHeap2, kInfoHeap2Prune, kHeap2PruneSize, t.xid, image);
       image = 0;
     }
     if (t.xid == kInvalidXid) assign_top(t);
     if (chance(t, kNonHotPermille)) {
       image += page_image(t, PgbenchTable::kAccounts);
-      insert_record(t, kRmHeap, kInfoHeapUpdate, kHeapUpdateSize, t.xid, image);
-      insert_record(t, kRmBtree, kInfoBtreeInsertLeaf, kBtreeInsertLeafSize, t.xid,
-                    page_image(t, PgbenchTable::kAccountsPkey));
+      table_record(t, kRmHeap, kInfoHeapUpdate, kHeapUpdateSize, t.xid, image);
+      table_record(t, kRmBtree, kInfoBtreeInsertLeaf, kBtreeInsertLeafSize, t.xid,
+                   page_image(t, PgbenchTable::kAccountsPkey));
     } else {
-      insert_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid, image);
+      table_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid, image);
     }
   }
 
@@ -822,7 +833,7 @@ class WalCell final : public CellRun {
   static constexpr uint64_t kRateRefresh = 16;
   static constexpr uint64_t kNoStart = ~uint64_t{0};
   uint32_t page_image(Txn& t, PgbenchTable table) {
-    if (!spec_.workload.full_page_writes) return 0;
+    if (!spec_.workload.full_page_writes || spec_.workload.unlogged_tables) return 0;
     const auto i = static_cast<uint32_t>(table);
     const uint64_t own = t.pc.touches[i].load(std::memory_order_relaxed);
     t.pc.touches[i].store(own + 1, std::memory_order_relaxed);
@@ -1004,6 +1015,13 @@ class WalCell final : public CellRun {
     return insert_built(t, len, crc);
   }
 
+  // A pgbench table's change: its record, or nothing when the tables are unlogged (UNLOGGED
+  // TABLES in the header).
+  void table_record(Txn& t, uint8_t rmid, uint8_t info, uint32_t len, Xid xid, uint32_t image) {
+    if (spec_.workload.unlogged_tables) return;
+    insert_record(t, rmid, info, len, xid, image);
+  }
+
   // Insert the record built in the client's buffer (len bytes, crc its build_*_record state).
   typename WalT::Inserted insert_built(Txn& t, uint32_t len, uint32_t crc) {
     uint8_t* buf = t.pc.buffer.get();
@@ -1014,12 +1032,13 @@ class WalCell final : public CellRun {
 
   // RecordTransactionCommit + ProcArrayEndTransaction's xid part (see the header).
   void commit(Txn& t) {
+    const bool wrote_xlog = t.bytes > 0;  // RecordTransactionCommit: XactLastRecEnd != 0
     const uint32_t crc = build_commit_record(t.pc.buffer.get(), t.xid,
                                              std::span<const Xid>(t.subxids, t.nsub), t.me.id,
                                              t.pc.records++);
     const auto rec = insert_built(t, commit_record_size(t.nsub), crc);
     Lsn clog_lsn = kInvalidLsn;
-    if (spec_.commit.synchronous_commit) {
+    if (spec_.commit.synchronous_commit && wrote_xlog) {
       t.wal.flush(t.me, rec.end);
     } else {
       if (t.wal.set_async_xact_lsn(t.me, rec.end)) set_writer_latch();
@@ -1059,7 +1078,8 @@ class WalCell final : public CellRun {
     Proc<P>& me = procs_[static_cast<int32_t>(clients_)];
     const uint64_t delay_ns = static_cast<uint64_t>(spec_.commit.wal_writer_delay_ms * 1e6);
     const uint32_t flush_after = spec_.commit.wal_writer_flush_after;
-    const bool latch = !spec_.commit.synchronous_commit && spec_.workload.transactional;
+    const bool latch = spec_.workload.transactional &&
+                       (!spec_.commit.synchronous_commit || spec_.workload.unlogged_tables);
     const uint64_t poll_ns =
         latch ? (runs_in_virtual_time<P>() ? kLatchPollSimNs : kLatchPollThreadsNs) : kStopPollNs;
     typename WalT::WriterClock clock;
