@@ -186,9 +186,10 @@ std::vector<Entry> workload_entries() {
       {"tables", "string", d.unlogged_tables ? "\"unlogged\"" : "\"permanent\"",
        "permanent | unlogged",
        "unlogged: pgbench's tables created UNLOGGED (pgbench -i --unlogged-tables): no heap, "
-       "prune, btree or lock record and no page image, only the COMMIT, which is never flushed "
+       "prune, btree or lock record and no page image, only the COMMIT, not flushed at commit "
        "(a transaction that wrote no WAL before its commit record takes the asynchronous path "
-       "whatever commit.synchronous_commit says); xids, CLOG and snapshots as with permanent "
+       "whatever commit.synchronous_commit says: the WAL writer writes and flushes it); xids, "
+       "CLOG and snapshots as with permanent "
        "tables. A matrix key workload.tables matches a reference table's `tables` column"});
   return {
       {"emit_message",
@@ -222,7 +223,8 @@ std::vector<Entry> workload_entries() {
        "(the commit's tag), 298 MAXALIGNed as results count it",
        "BEGIN; UPDATE pgbench_accounts: Heap2/PRUNE 68 B (p 0.6), then Heap/HOT_UPDATE 72 B or "
        "(p 0.3) Heap/UPDATE 180 B + Btree/INSERT_LEAF 64 B; SELECT; INSERT INTO pgbench_history: "
-       "Heap/INSERT 80 B; END: COMMIT 34 B + 10 B tag, flush (synchronous_commit), CLOG update",
+       "Heap/INSERT 80 B; END: COMMIT 34 B + 10 B tag, flush (synchronous_commit; not on unlogged "
+       "tables), CLOG update",
        pgbench_rows},
       {"tpcb_like",
        "pgbench's default TPC-B-like script in WAL terms, PostgreSQL 15 record sizes "
@@ -230,7 +232,8 @@ std::vector<Entry> workload_entries() {
        "459 MAXALIGNed as results count it",
        "BEGIN; UPDATE pgbench_accounts (as simple_update); SELECT; UPDATE pgbench_tellers: "
        "Heap/HOT_UPDATE 72 B; UPDATE pgbench_branches: Heap/LOCK 59 B (p 0.2) + Heap/HOT_UPDATE "
-       "72 B; INSERT INTO pgbench_history: Heap/INSERT 80 B; END: COMMIT 34 B + 10 B tag, flush, "
+       "72 B; INSERT INTO pgbench_history: Heap/INSERT 80 B; END: COMMIT 34 B + 10 B tag, flush "
+       "(synchronous_commit; not on unlogged tables), "
        "CLOG",
        pgbench_rows},
       {"savepoints",
@@ -238,7 +241,8 @@ std::vector<Entry> workload_entries() {
        "thread \"Speed up Clog Access by increasing CLOG buffers\", Kapila 2015-17)",
        "BEGIN; SELECT ... FOR UPDATE: top-level xid, Heap/LOCK 59 B; 3 x (SAVEPOINT; SELECT ... "
        "FOR UPDATE: a subtransaction xid, Heap/LOCK 59 B); END: COMMIT 54 B (3 subxacts) + 10 B "
-       "tag, flush, the tree's status set with the parent's (<= 5 subxids: group path); 290 "
+       "tag, flush (synchronous_commit; not on unlogged tables), the tree's status set with the "
+       "parent's (<= 5 subxids: group path); 290 "
        "B/txn in PG 15, 300 here, 320 MAXALIGNed",
        pgbench_rows},
   };

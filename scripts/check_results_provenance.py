@@ -18,9 +18,11 @@ Checks, each finding one line naming the file or commit:
      `<!-- ledger: begin -->` and `<!-- ledger: end -->`; an entry is a list item that starts with
      its hashes in bold, `- **a1b2c3d**` or `- **a1b2c3d, e4f5a6b**`), which says why the files
      that list it keep their numbers; and every ledger hash is a commit of this history.
-Exit status: 0 all hold; 1 findings; 2 an unreadable README or result file, or a table missing;
-77 skipped: not a git work tree, a shallow clone, or a build commit absent from its history
-(the history check needs every commit since the oldest build).
+Exit status: 0 all hold; 1 findings (a build commit absent from a full clone's history is one:
+the file was built from a commit main does not have); 2 an unreadable README or result file, a
+table missing, or no git program; 77 skipped: not a git work tree, or a shallow clone (the
+history check needs every commit since the oldest build). git runs with safe.directory set to
+REPO, so a checkout owned by another user is read rather than taken for no repository.
 """
 import glob
 import json
@@ -48,7 +50,8 @@ class Unusable(Exception):
 
 
 def git(repo, *args):
-    return subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True)
+    return subprocess.run(["git", "-c", f"safe.directory={repo}", "-C", repo, *args],
+                          capture_output=True, text=True)
 
 
 def table_after(lines, header, readme):
@@ -145,7 +148,9 @@ def check(repo):
             findings.append(f"{where}: built from a dirty tree (context.git_dirty); rerun it from "
                             "a clean build of a commit")
         if git(repo, "cat-file", "-e", sha + "^{commit}").returncode != 0:
-            raise SkipCheck(f"{name}: its build commit {sha[:12]} is not in this history")
+            findings.append(f"{where}: its build commit {sha[:12]} is not in this history (built "
+                            "from a commit main does not have: rerun it from a commit of main)")
+            continue
         log = git(repo, "log", "--format=%H", f"{sha}..HEAD", "--", *MODEL_PATHS)
         if log.returncode != 0:
             raise Unusable(f"git log {sha[:12]}..HEAD failed: {log.stderr.strip()}")
@@ -174,13 +179,13 @@ def check(repo):
     return findings
 
 
-class SkipCheck(Exception):
-    """The history needed is not here (exit 77)."""
-
-
 def main(argv):
     repo = os.path.abspath(argv[1]) if len(argv) > 1 else os.path.dirname(SCRIPT_DIR)
-    inside = git(repo, "rev-parse", "--is-inside-work-tree")
+    try:
+        inside = git(repo, "rev-parse", "--is-inside-work-tree")
+    except FileNotFoundError:
+        print("check_results_provenance: no git program (apt-get install git)", file=sys.stderr)
+        return 2
     if inside.returncode != 0 or inside.stdout.strip() != "true":
         print(f"check_results_provenance: {repo} is not a git work tree; skipped")
         return SKIP
@@ -189,9 +194,6 @@ def main(argv):
         return SKIP
     try:
         findings = check(repo)
-    except SkipCheck as e:
-        print(f"check_results_provenance: {e}; skipped")
-        return SKIP
     except Unusable as e:
         print(f"check_results_provenance: {e}", file=sys.stderr)
         return 2

@@ -21,7 +21,8 @@ import results_index  # noqa: E402
 
 
 def git(repo, *args):
-    subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True)
+    subprocess.run(["git", "-c", "commit.gpgsign=false", "-C", repo, *args], check=True,
+                   capture_output=True)
 
 
 def sha(repo, rev="HEAD"):
@@ -138,6 +139,14 @@ class Provenance(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("context.git_sha is '" + self.build[:12], text)
 
+    def test_a_build_commit_missing_from_the_history_is_a_finding(self):
+        gone = "0123456789abcdef0123456789abcdef01234567"
+        self.write_result(gone, dirty=False)
+        self.write_readme(built=gone[:7], later="")
+        rc, text = self.run_check()
+        self.assertEqual(rc, 1, text)
+        self.assertIn("build commit 0123456789ab is not in this history", text)
+
     def test_a_dirty_build_is_a_finding(self):
         self.write_result(self.build, dirty=True)
         self.write_readme()
@@ -180,7 +189,15 @@ class Provenance(unittest.TestCase):
         self.assertIn("shallow", text)
         plain = os.path.join(self.dir, "plain")
         shutil.copytree(os.path.join(self.repo, "results"), os.path.join(plain, "results"))
-        rc, text = self.run_check(plain)
+        saved = os.environ.get("GIT_CEILING_DIRECTORIES")
+        os.environ["GIT_CEILING_DIRECTORIES"] = self.dir  # even if TMPDIR is inside a work tree
+        try:
+            rc, text = self.run_check(plain)
+        finally:
+            if saved is None:
+                del os.environ["GIT_CEILING_DIRECTORIES"]
+            else:
+                os.environ["GIT_CEILING_DIRECTORIES"] = saved
         self.assertEqual(rc, check.SKIP, text)
         self.assertIn("not a git work tree", text)
 

@@ -84,11 +84,12 @@ for result in "$@"; do
   plot_options=()
   case $table in
     insert-locks-fsync-off | insert-locks-64vcpu-disk) plot_options=(--sizes 16,1024,16384) ;;
-    # The 2011 table's `tables` column: files made before workload.tables (2026-12-06) ran
-    # permanent tables only, and are compared on that slice.
+    # The 2011 table's `tables` column: a file that sweeps workload.tables matches it cell by
+    # cell; one whose cells share a kind (files made before the key, 2026-12-06: permanent) is
+    # compared on that slice.
     xloginsert-scale-32core)
-      "$python" -c 'import json, sys; sys.exit(0 if any("workload.tables" in c.get("matrix", {}) for c in json.load(open(sys.argv[1]))["cells"]) else 1)' "$result" ||
-        options=(--fix tables=permanent) ;;
+      kinds=$("$python" -c 'import json, sys; cells = json.load(open(sys.argv[1]))["cells"]; print("swept" if any("workload.tables" in c.get("matrix", {}) for c in cells) else " ".join(sorted({c.get("workload", {}).get("tables", "permanent") for c in cells})))' "$result")
+      [[ $kinds == swept ]] || options=(--fix "tables=$kinds") ;;
   esac
   if ! records_fitted "$result"; then
     if [[ -f $config ]]; then

@@ -49,7 +49,7 @@ def cell(target, share_needed=None):
     c, n = target
     if n == 0:
         return "n/a"
-    text = f"{c}/{n} = {100 * c / n:.0f}%"
+    text = f"{c}/{n} = {100 * c / n:.1f}%"  # one decimal: 35/44 is 79.5%, not 80%
     if share_needed is not None:
         text += f" ({'met' if c >= share_needed * n else 'missed'})"
     return text

@@ -59,13 +59,13 @@ class Totals(unittest.TestCase):
         text = self.run_totals(a, b, w)
         # medians: peaks 11/14 = 79% (missed), winners 11/12 (met), ratios 10/14 = 71% (met)
         self.assertIn("all tables (cell medians)", text)
-        self.assertIn("11/14 = 79% (missed)", text)
-        self.assertIn("11/12 = 92% (met)", text)
-        self.assertIn("10/14 = 71% (met)", text)
+        self.assertIn("11/14 = 78.6% (missed)", text)
+        self.assertIn("11/12 = 91.7% (met)", text)
+        self.assertIn("10/14 = 71.4% (met)", text)
         # repetition 2: peaks 11/14 (missed), winners 10/12 = 83% (met), ratios 10/14 (met)
         lines = text.splitlines()
         rep2 = next(line for line in lines if line.startswith("2 "))
-        self.assertIn("10/12 = 83% (met)", rep2)
+        self.assertIn("10/12 = 83.3% (met)", rep2)
         self.assertIn("targets met by single repetitions: peaks within 2x 0 of 2, winners agree 2 of 2, "
                       "ratio errors <= 35% 2 of 2, all three 0 of 2", text)
         self.assertIn("left out: w.json", text)
@@ -79,9 +79,10 @@ class Totals(unittest.TestCase):
         self.assertIn("not pooled per repetition (fewer than 2 repetitions): one.json", text)
         lines = text.splitlines()
         medians = next(line for line in lines if line.startswith("medians"))
-        self.assertIn("4/5 = 80% (met)", medians)  # a.json alone, not 5/6
+        self.assertIn("4/5 = 80.0% (met)", medians)  # a.json alone, not 5/6
+        self.assertEqual(fidelity_totals.cell((35, 44), 0.8), "35/44 = 79.5% (missed)")  # not "80%"
         rep2 = next(line for line in lines if line.startswith("2 "))
-        self.assertIn("3/5 = 60% (missed)", rep2)
+        self.assertIn("3/5 = 60.0% (missed)", rep2)
         self.assertIn("all three 1 of 2", text)
 
     def test_one_repetition_has_no_per_repetition_rows(self):

@@ -60,6 +60,8 @@ struct WalSpec {
 
 struct CommitSpec {
   bool synchronous_commit = true;       // flush the commit record before the transaction ends
+                                        // (if the transaction wrote WAL before it: not so
+                                        // on unlogged tables, WorkloadSpec::unlogged_tables)
   double wal_writer_delay_ms = 200;     // WAL writer wake-up interval (async commit)
   uint32_t wal_writer_flush_after = 128;  // pages; WAL writer fsyncs when this many are pending
 };

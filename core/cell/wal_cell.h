@@ -71,7 +71,9 @@
 // XactLastRecEnd != 0) and synchronous_commit is on; a transaction that touched only
 // unlogged tables takes XLogSetAsyncXactLSN's path whatever synchronous_commit says, so the
 // WAL writer writes its commit record (commit() below decides by the transaction's WAL bytes
-// before the commit, the same test).
+// before the commit, the same test). Departure: in PostgreSQL the one transaction in 32,768
+// that extends the CLOG writes CLOG_ZEROPAGE before its commit and so does flush; the model
+// writes no such record (core/clog/clog.h).
 #pragma once
 
 #include <algorithm>
