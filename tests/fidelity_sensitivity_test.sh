@@ -43,7 +43,7 @@ d = json.load(open(sys.argv[1]))
 overrides = d["context"]["overrides"]
 assert "platform.semaphore_post_ns=1000" in overrides, overrides
 cells = d["cells"]
-assert len(cells) == 8 and all(c["ok"] for c in cells), [c.get("error") for c in cells]
+assert len(cells) == 16 and all(c["ok"] for c in cells), (len(cells), [c.get("error") for c in cells])  # 4 client counts x 2 variants x permanent, unlogged
 assert all(c["platform"]["sim"]["semaphore_post_ns"] == 1000 for c in cells)
 PY
 [[ -s $out/xloginsert-scale-32core.json && -s $out/xloginsert-scale-32core.txt ]] ||
