@@ -239,19 +239,26 @@ TEST_CASE("lock-free buffer init under contention on a tiny ring", "[bufinit]") 
   // continuously by a monitor thread.
   Scenario sc;
   sc.records_per_client = 1500;
-  const Result r = run_scenario<ThreadsPlatform>(sc, BufferInit::kLockFree);
-  INFO("verify: " << r.verify.error);
-  INFO("tiny ring: pages " << r.counters.pages_initialised << ", evictions "
-                           << r.counters.wal_buffers_full << ", CV waits " << r.bufinit.contended
-                           << ", sleeps " << r.bufinit.sleeps);
-  CHECK(r.verify.ok);
-  CHECK(r.bufinit.contended > 0);  // initialisers did wait for each other (step 4 or 7)
-  CHECK(r.verify.records == uint64_t{sc.clients} * sc.records_per_client);
-  CHECK(r.monitor_error == "");
-  CHECK(r.monitor_samples > 0);
-  CHECK(r.counters.pages_initialised > 4 * sc.wal_buffers);  // the ring went round many laps
-  CHECK(r.counters.wal_buffers_full > 0);                    // and inserters evicted pages
-  check_pages_once(r, sc.page_size);
+  // Whether initialisers meet in a 20 ms run is up to the OS scheduler (on 2 cores a run can
+  // pass without one wait: CI, 2026-12-06): every run must be correct, and one of up to five
+  // must have exercised the wait path.
+  uint64_t contended = 0;
+  for (int attempt = 0; attempt < 5 && contended == 0; ++attempt) {
+    const Result r = run_scenario<ThreadsPlatform>(sc, BufferInit::kLockFree);
+    INFO("attempt " << attempt << " verify: " << r.verify.error);
+    INFO("tiny ring: pages " << r.counters.pages_initialised << ", evictions "
+                             << r.counters.wal_buffers_full << ", CV waits "
+                             << r.bufinit.contended << ", sleeps " << r.bufinit.sleeps);
+    CHECK(r.verify.ok);
+    CHECK(r.verify.records == uint64_t{sc.clients} * sc.records_per_client);
+    CHECK(r.monitor_error == "");
+    CHECK(r.monitor_samples > 0);
+    CHECK(r.counters.pages_initialised > 4 * sc.wal_buffers);  // the ring went round many laps
+    CHECK(r.counters.wal_buffers_full > 0);                    // and inserters evicted pages
+    check_pages_once(r, sc.page_size);
+    contended = r.bufinit.contended;
+  }
+  CHECK(contended > 0);  // initialisers did wait for each other (step 4 or 7)
 }
 
 TEST_CASE("lock-free buffer init: records larger than the whole ring", "[bufinit]") {
