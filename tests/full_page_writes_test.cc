@@ -37,6 +37,13 @@ CellSpec tpcb_cell(bool full_page_writes, double checkpoint_s, uint32_t scale) {
   return spec;
 }
 
+// The cells of a config whose workload block is `workload` (JSON text), read as file `file`.
+std::vector<CellSpec> expand_workload(const std::string& workload, const std::string& file) {
+  return expand_matrix(nlohmann::ordered_json::parse(
+                           R"({"strategy": "insert_locks", "workload": )" + workload + "}"),
+                       file);
+}
+
 }  // namespace
 
 TEST_CASE("full-page images: first-touch probability and pgbench's tables", "[fpw]") {
@@ -92,11 +99,7 @@ TEST_CASE("full-page images: WAL bytes per transaction right after a checkpoint 
 
 TEST_CASE("full-page images: the workload keys parse, and bad values get one-line errors naming "
           "the key", "[fpw][config]") {
-  auto expand = [](const std::string& workload) {
-    return expand_matrix(nlohmann::ordered_json::parse(
-                             R"({"strategy": "insert_locks", "workload": )" + workload + "}"),
-                         "fpw.json");
-  };
+  auto expand = [](const std::string& workload) { return expand_workload(workload, "fpw.json"); };
   const std::vector<CellSpec> cells = expand(
       R"({"name": "tpcb_like", "full_page_writes": false, "checkpoint_timeout_s": 900, "scale": 100})");
   REQUIRE(cells.size() == 1);
@@ -177,11 +180,7 @@ TEST_CASE("unlogged tables: each transaction writes its commit record only, no i
 
 TEST_CASE("unlogged tables: the workload key parses, is echoed only when set, and is refused "
           "where no table is touched", "[fpw][config]") {
-  auto expand = [](const std::string& workload) {
-    return expand_matrix(nlohmann::ordered_json::parse(
-                             R"({"strategy": "insert_locks", "workload": )" + workload + "}"),
-                         "tables.json");
-  };
+  auto expand = [](const std::string& workload) { return expand_workload(workload, "tables.json"); };
   CHECK(expand(R"({"name": "tpcb_like", "tables": "unlogged"})").at(0).workload.unlogged_tables);
   CHECK_FALSE(expand(R"({"name": "tpcb_like", "tables": "permanent"})").at(0).workload.unlogged_tables);
   CHECK_FALSE(expand(R"({"name": "tpcb_like"})").at(0).workload.unlogged_tables);
