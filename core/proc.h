@@ -49,6 +49,8 @@ enum class WaitEvent : uint32_t {
   kClogBuffer,        // LWLock:clog (a CLOG buffer's I/O lock; XactBuffer since 13)
   kSlruRead,          // IO:SLRURead (an SLRU page read from its segment file)
   kSlruWrite,         // IO:SLRUWrite (an SLRU page written to its segment file)
+  kLockTransactionId,  // Lock:transactionid (waiting for a row's updater to end, core/cell/row_locks.h)
+  kBufferContent,     // LWLock:BufferContent (a pgbench_tellers/branches page's content lock)
   kCount
 };
 
@@ -74,6 +76,8 @@ inline const char* wait_event_name(WaitEvent e) {
     case WaitEvent::kClogBuffer: return "LWLock:clog";
     case WaitEvent::kSlruRead: return "IO:SLRURead";
     case WaitEvent::kSlruWrite: return "IO:SLRUWrite";
+    case WaitEvent::kLockTransactionId: return "Lock:transactionid";
+    case WaitEvent::kBufferContent: return "LWLock:BufferContent";
     case WaitEvent::kCount: break;
   }
   return "?";

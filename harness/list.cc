@@ -228,11 +228,13 @@ std::vector<Entry> workload_entries() {
        pgbench_rows},
       {"tpcb_like",
        "pgbench's default TPC-B-like script in WAL terms, PostgreSQL 15 record sizes "
-       "(PROTOCOLS.md section 7): 7 statements, mean 434 B/txn in PG 15 (measured 434), 444 here, "
-       "459 MAXALIGNed as results count it",
-       "BEGIN; UPDATE pgbench_accounts (as simple_update); SELECT; UPDATE pgbench_tellers: "
-       "Heap/HOT_UPDATE 72 B; UPDATE pgbench_branches: Heap/LOCK 59 B (p 0.2) + Heap/HOT_UPDATE "
-       "72 B; INSERT INTO pgbench_history: Heap/INSERT 80 B; END: COMMIT 34 B + 10 B tag, flush "
+       "(PROTOCOLS.md section 7): 7 statements, mean 434 B/txn in PG 15 (measured 434), 432 here "
+       "without row-lock waits, 446 MAXALIGNed as results count it; + 59 B (64) per wait",
+       "BEGIN; UPDATE pgbench_accounts (as simple_update); SELECT; UPDATE pgbench_tellers and "
+       "UPDATE pgbench_branches: Heap/HOT_UPDATE 72 B each, of a row drawn as pgbench does, under "
+       "its page's content lock; a row whose updater is still in progress is waited for "
+       "(Lock:transactionid) and locked again, Heap/LOCK 59 B, first (core/cell/row_locks.h); "
+       "INSERT INTO pgbench_history: Heap/INSERT 80 B; END: COMMIT 34 B + 10 B tag, flush "
        "(synchronous_commit; not on unlogged tables), "
        "CLOG",
        pgbench_rows},
@@ -240,7 +242,8 @@ std::vector<Entry> workload_entries() {
        "the SELECT ... FOR UPDATE script with three savepoints (subtransactions in CLOG; "
        "thread \"Speed up Clog Access by increasing CLOG buffers\", Kapila 2015-17)",
        "BEGIN; SELECT ... FOR UPDATE: top-level xid, Heap/LOCK 59 B; 3 x (SAVEPOINT; SELECT ... "
-       "FOR UPDATE: a subtransaction xid, Heap/LOCK 59 B); END: COMMIT 54 B (3 subxacts) + 10 B "
+       "FOR UPDATE: a subtransaction xid, Heap/LOCK 59 B; the teller and the branch wait for a "
+       "holder in progress, core/cell/row_locks.h); END: COMMIT 54 B (3 subxacts) + 10 B "
        "tag, flush (synchronous_commit; not on unlogged tables), the tree's status set with the "
        "parent's (<= 5 subxids: group path); 290 "
        "B/txn in PG 15, 300 here, 320 MAXALIGNed",

@@ -26,11 +26,14 @@
 //                 END (the commit). Mean 278 B/txn of records (measured: 277), 288 with the
 //                 tagged COMMIT.
 //   tpcb_like     pgbench's default script (7 statements): BEGIN; UPDATE pgbench_accounts (the
-//                 accounts update); SELECT abalance; UPDATE pgbench_tellers (Heap/HOT_UPDATE
-//                 72 B); UPDATE pgbench_branches (Heap/LOCK 59 B first with p = 0.2: the row was
-//                 updated concurrently and is locked again after the wait, then Heap/HOT_UPDATE
-//                 72 B); INSERT INTO pgbench_history (Heap/INSERT 80 B); END. Mean 434 B/txn
-//                 (measured: 434), 444 with the tagged COMMIT.
+//                 accounts update); SELECT abalance; UPDATE pgbench_tellers and UPDATE
+//                 pgbench_branches (each a Heap/HOT_UPDATE 72 B of a row pgbench drew, under
+//                 the row locks of core/cell/row_locks.h: a row whose previous updater was
+//                 still in progress is waited for, then locked again, Heap/LOCK 59 B, before
+//                 the update); INSERT INTO pgbench_history (Heap/INSERT 80 B); END. Mean 421
+//                 B/txn without row-lock waits, 434 measured (at a scale and client count
+//                 PROTOCOLS.md section 7 does not give; each wait adds a Heap/LOCK), 431 with
+//                 the tagged COMMIT.
 //     the accounts update: Heap2/PRUNE 68 B first with p = 0.6 (before the xid is assigned, so
 //                 it carries none in the first statement), then Heap/HOT_UPDATE 72 B, or with
 //                 p = 0.3 a non-HOT Heap/UPDATE 180 B + Btree/INSERT_LEAF 64 B. The sizes are the
@@ -40,7 +43,8 @@
 //                 SELECT ... FROM pgbench_accounts FOR UPDATE (top-level xid, Heap/LOCK 59 B);
 //                 then three times SAVEPOINT sN; SELECT ... FOR UPDATE (pgbench_tellers,
 //                 pgbench_branches, another pgbench_accounts row): a subtransaction xid from the
-//                 same counter and its Heap/LOCK 59 B; END: a COMMIT of 54 B (34 + xinfo 4 +
+//                 same counter and its Heap/LOCK 59 B (the teller and the branch under the row
+//                 locks, core/cell/row_locks.h); END: a COMMIT of 54 B (34 + xinfo 4 +
 //                 nsubxacts 4 + 3 x 4 subxact xids, xact.c XactLogCommitRecord; 64 B with the
 //                 tag) and the tree's status set with the parent's (3 <= 5 subxids: the group
 //                 path applies). 290 B/txn of records (300 with the tag).
@@ -105,6 +109,7 @@
 #include "core/wal/wal.h"
 #include "core/cell/cell.h"
 #include "core/cell/full_page_images.h"
+#include "core/cell/row_locks.h"
 #include "core/cell/spec.h"
 #include "core/cell/window.h"
 
@@ -138,7 +143,6 @@ constexpr uint8_t kInfoBtreeInsertLeaf = 0x00;
 // The statement mix (ours; see the header): per mille.
 constexpr uint32_t kPrunePermille = 600;        // accounts update preceded by a PRUNE
 constexpr uint32_t kNonHotPermille = 300;       // accounts update is not HOT
-constexpr uint32_t kBranchLockPermille = 200;   // branches row locked again after a wait
 constexpr uint32_t kSavepoints = 3;             // savepoints workload: subtransactions per txn
 // The rows the savepoints workload locks inside its subtransactions, in order.
 constexpr PgbenchTable kSavepointTables[kSavepoints] = {PgbenchTable::kTellers,
@@ -272,6 +276,8 @@ class WalCell final : public CellRun {
                                                      ? 2 * full_page_image_bytes(PgbenchTable::kAccounts)
                                                      : 0),
                        commit_record_size(kSavepoints));
+    if (!private_ && (workload_ == WorkloadKind::kTpcbLike || workload_ == WorkloadKind::kSavepoints))
+      row_locks_ = std::make_unique<PgbenchRowLocks<P>>(procs_, clients_, spec.workload.scale);
     for (uint32_t i = 0; i < kNumPgbenchTables; ++i) {
       table_pages_[i] = static_cast<double>(
           pgbench_table_pages(static_cast<PgbenchTable>(i), spec.workload.scale));
@@ -623,6 +629,11 @@ class WalCell final : public CellRun {
       j["full_page_images"] = images;
       j["full_page_image_bytes"] = image_bytes;
     }
+    if (row_locks_) {
+      uint64_t waits = 0;
+      for (const auto& c : per_client_) waits += c.row_waits.load(std::memory_order_relaxed);
+      j["row_lock_waits"] = waits;
+    }
     if (!private_xacts_.empty()) {  // ideal: the per-client CLOGs' counters summed
       nlohmann::json clog = nlohmann::json::object();
       for (const PrivateXact& x : private_xacts_) {
@@ -671,6 +682,7 @@ class WalCell final : public CellRun {
     double table_rate[kNumPgbenchTables] = {};
     std::atomic<uint64_t> images{0};
     std::atomic<uint64_t> image_bytes{0};
+    std::atomic<uint64_t> row_waits{0};  // row changes that waited (row_locks.h), owner-written
   };
 
   // Opens or closes w when the runner's `measuring` flag changed since the owner last looked.
@@ -744,18 +756,10 @@ class WalCell final : public CellRun {
         statement(t, true);  // SELECT abalance
         statement(t, true);  // UPDATE pgbench_tellers
         tuple_check(t, PgbenchTable::kTellers);
-        table_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid,
-                     page_image(t, PgbenchTable::kTellers));
+        update_row(t, PgbenchTable::kTellers);
         statement(t, true);  // UPDATE pgbench_branches
         tuple_check(t, PgbenchTable::kBranches);
-        {  // the first record on the branch's page carries its image
-          uint32_t image = page_image(t, PgbenchTable::kBranches);
-          if (chance(t, kBranchLockPermille)) {
-            table_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid, image);
-            image = 0;
-          }
-          table_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid, image);
-        }
+        update_row(t, PgbenchTable::kBranches);
         statement(t, true);  // INSERT INTO pgbench_history
         table_record(t, kRmHeap, kInfoHeapInsert, kHeapInsertSize, t.xid,
                      page_image(t, PgbenchTable::kHistory));
@@ -774,8 +778,10 @@ class WalCell final : public CellRun {
           statement(t, true);  // SELECT ... FOR UPDATE, inside the subtransaction
           tuple_check(t, kSavepointTables[i]);
           const Xid sub = assign_sub(t);
-          table_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, sub,
-                       page_image(t, kSavepointTables[i]));
+          lock_row(t, kSavepointTables[i], [&] {
+            table_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, sub,
+                         page_image(t, kSavepointTables[i]));
+          });
         }
         statement(t);  // END
         commit(t);
@@ -823,6 +829,40 @@ class WalCell final : public CellRun {
     } else {
       table_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid, image);
     }
+  }
+
+  // UPDATE pgbench_tellers / pgbench_branches (tpcb_like): a HOT update of a row pgbench drew,
+  // under the row locks (core/cell/row_locks.h): when the row's previous updater was still in
+  // progress, READ COMMITTED locks the newest version after the wait (Heap/LOCK) before
+  // updating it. The first record on the row's page carries its image.
+  void update_row(Txn& t, PgbenchTable table) {
+    auto change = [&](bool waited) {
+      uint32_t image = page_image(t, table);
+      if (waited) {
+        table_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid, image);
+        image = 0;
+      }
+      table_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid, image);
+    };
+    if (!row_locks_) return change(false);
+    const uint64_t row = t.me.next_random() % row_locks_->rows(table);
+    add_row_waits(t, row_locks_->change_row(t.me, table, row, t.xid, change));
+  }
+
+  // Counts a row change that waited for the row's holder at least once (one Heap/LOCK in
+  // tpcb_like however many waits).
+  static void add_row_waits(Txn& t, uint32_t waits) {
+    if (waits) t.pc.row_waits.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // SELECT ... FOR UPDATE (savepoints): lock() writes the row's Heap/LOCK under the row locks;
+  // a lock that waited writes nothing more. pgbench_accounts rows are not locked
+  // (core/cell/row_locks.h DEPARTURES).
+  template <class Lock>
+  void lock_row(Txn& t, PgbenchTable table, Lock&& lock) {
+    if (!row_locks_ || table == PgbenchTable::kAccounts) return lock();
+    const uint64_t row = t.me.next_random() % row_locks_->rows(table);
+    add_row_waits(t, row_locks_->change_row(t.me, table, row, t.xid, [&](bool) { lock(); }));
   }
 
   // A modification of a page of `table`: the bytes its full-page image adds to the record, or
@@ -1051,6 +1091,7 @@ class WalCell final : public CellRun {
       proc_array_->end_transaction(t.me, t.nsub ? t.subxids[t.nsub - 1] : t.xid);
     else
       XidGen<P>::end_transaction(t.me);
+    if (row_locks_) row_locks_->end_transaction(t.me);  // LockReleaseAll
     t.xid = kInvalidXid;
     t.nsub = 0;
   }
@@ -1157,6 +1198,7 @@ class WalCell final : public CellRun {
   alignas(128) XidGen<P> xid_gen_;
   std::unique_ptr<C> clog_;  // transactional workloads only, shared WAL
   std::unique_ptr<ProcArray<P>> proc_array_;  // with clog_, unless clog.procarray is "off"
+  std::unique_ptr<PgbenchRowLocks<P>> row_locks_;  // tpcb_like and savepoints, shared WAL
   double table_pages_[kNumPgbenchTables] = {};  // pgbench_table_pages at workload.scale
   std::atomic<uint64_t> run_start_ns_{kNoStart};  // the first client's start (page_image)
   const uint32_t hint_miss_permille_ =

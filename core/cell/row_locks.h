@@ -1,0 +1,184 @@
+// PGBENCH ROW LOCKS: what a pgbench UPDATE or SELECT ... FOR UPDATE of a pgbench_tellers or
+// pgbench_branches row does when another transaction got to the row first.
+//
+// ORIGIN (PostgreSQL 9.x-17; facts, not code)
+//   - pgbench's scripts draw the row uniformly: tpcb_like updates one teller of 10 x scale and one
+//     branch of scale (pgbench.c, the builtin "tpcb-like" script: \set tid random(1, 10 *
+//     :scale), \set bid random(1, 1 * :scale)); the savepoints script here locks one of each.
+//     pgbench -i loads them in key order, 185 rows to a page (core/cell/full_page_images.h), so
+//     at scale s the branches are on ceil(s / 185) pages and the tellers on ceil(10 s / 185).
+//   - heapam.c heap_update / heap_lock_tuple: the row is changed under the buffer's content lock
+//     (LWLock:BufferContent) held exclusively from reading the old version's xmax to after the
+//     WAL record is inserted (START_CRIT_SECTION .. XLogInsert .. PageSetLSN, then
+//     LockBuffer(UNLOCK)); the index scan that found the row read it under the content lock in
+//     share mode (heap_hot_search_buffer).
+//   - When xmax is a transaction still in progress (HeapTupleSatisfiesUpdate: TM_BeingModified),
+//     the content lock is released and the backend waits for that transaction to end:
+//     XactLockTableWait, a ShareLock on the holder's transaction id, which the holder has held
+//     ExclusiveLock on since it got its xid and releases at its end (LockReleaseAll, after
+//     RecordTransactionCommit and ProcArrayEndTransaction): wait event Lock:transactionid.
+//   - READ COMMITTED (nodeModifyTable.c ExecUpdate, TM_Updated; execMain.c EvalPlanQual): the
+//     holder committed a newer version, so the waiter locks that version (table_tuple_lock with
+//     TUPLE_LOCK_FLAG_FIND_LAST_VERSION: heap_lock_tuple writes Heap/LOCK, 59 B) and updates it.
+//     A SELECT ... FOR UPDATE that waited locks the row as it would have anyway (its Heap/LOCK).
+//     If a third transaction updated the row meanwhile, the waiter waits again.
+//   This is pgbench's classic contention at a scale below the client count ("the scale factor
+//   should be at least the number of clients", pgbench documentation): at scale 1 every
+//   tpcb_like transaction updates the one branch row, so transactions queue on it from the
+//   branches update to their commit.
+//
+// MODEL
+//   Row slots: one P::Shared<uint64_t> per teller and branch, the row's xmax (holder's xid <<
+//   32 | its procno + 1; 0: never updated), read and written only under the page's content
+//   lock (rows of a page are adjacent, 8 B each, so a page's slots share a few cache lines as
+//   its tuples do). Page content locks: one LWLock per page of each of the two tables, tranche
+//   LWLock:BufferContent. The transaction lock: one LWLock per client (tranche
+//   Lock:transactionid) with a LockVar (VarProtocol::kAtomic) holding the xid it stands for;
+//   its client takes it exclusively with its first row lock of a transaction and releases it
+//   with the variable cleared at the transaction's end (end_transaction). A row's xmax is in
+//   progress while its holder's variable still holds that xid (TransactionIdIsInProgress); a
+//   waiter waits with wait_for_var(the xid), so it wakes at the release, or at once if the
+//   holder has moved on to another transaction (its variable changed).
+//   Per row change, under the page's content lock taken exclusively: read the slot; if another
+//   transaction in progress holds it, release and wait (Lock:transactionid), then take the
+//   page again and re-read; else write the slot and run the caller's change (its WAL records),
+//   then release. Before that, one share-mode acquisition for the index scan's heap fetch.
+// DEPARTURES (named)
+//   - The heavyweight lock manager (its 16 partition LWLocks, the lock and proclock hash tables,
+//     the deadlock check after deadlock_timeout) is one LWLock with a variable per client: the
+//     queue, the sleep and the wake-up at the holder's end are PostgreSQL's, their CPU cost is an
+//     LWLock's. The holder takes it at its first row lock, not at its xid assignment, so
+//     transactions that lock no teller or branch row pay nothing for it.
+//   - TransactionIdIsInProgress reads the holder's variable (one cache line), not the ProcArray.
+//   - The update's own CPU work (finding the HOT chain, writing the new version) is in the
+//     statement's client_overhead_us, outside the content lock, which is held for the row check
+//     and the WAL insertion.
+//   - pgbench_accounts rows (100,000 x scale) and the last page of pgbench_history are not
+//     locked: two clients meet on an accounts row with a probability of about the clients over
+//     100,000 x scale, and history inserts are left unordered.
+//   - No deadlock is possible: teller before branch in every script, and a branch holder locks
+//     nothing after its branch.
+//   Shared WAL only: ideal's private streams (each client its own data) have no row locks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/cell/full_page_images.h"
+#include "core/locks/lwlock.h"
+#include "core/proc.h"
+#include "core/wal/types.h"
+
+namespace walbench {
+
+template <class P>
+class PgbenchRowLocks {
+ public:
+  PgbenchRowLocks(ProcTable<P>& procs, uint32_t clients, uint32_t scale) {
+    for (uint32_t c = 0; c < clients; ++c)
+      xact_.push_back(std::make_unique<XactLock>(&procs));
+    for (PgbenchTable table : {PgbenchTable::kTellers, PgbenchTable::kBranches}) {
+      Table& tab = table_of(table);
+      tab.rows = pgbench_table_shape(table).rows_per_scale * scale;
+      tab.rows_per_page = pgbench_table_shape(table).rows_per_page;
+      tab.slots = std::make_unique<Slot[]>(tab.rows);
+      const uint64_t pages = pgbench_table_pages(table, scale);
+      for (uint64_t p = 0; p < pages; ++p)
+        tab.pages.push_back(std::make_unique<PageLock>(&procs));
+    }
+  }
+
+  uint64_t rows(PgbenchTable table) { return table_of(table).rows; }
+
+  // Changes row `row` of `table` (tellers or branches) for the client's transaction `xid`:
+  // waits while another transaction in progress holds it, then, under the page's content lock,
+  // marks it as this transaction's and calls change(waited) (waited: the row was found taken at
+  // least once, so READ COMMITTED re-locks the newest version first). Returns the waits.
+  template <class Change>
+  uint32_t change_row(Proc<P>& me, PgbenchTable table, uint64_t row, Xid xid, Change&& change) {
+    Table& tab = table_of(table);
+    LWLock<P>& page = tab.pages[row / tab.rows_per_page]->lock;
+    Slot& slot = tab.slots[row];
+    page.acquire(me, kLwShared);  // the index scan's heap fetch
+    page.release(me);
+    const uint64_t mine = pack(xid, me.id.value);
+    uint32_t waits = 0;
+    for (;;) {
+      page.acquire(me, kLwExclusive);
+      const uint64_t xmax = slot.value.get();
+      if (xmax == 0 || xmax == mine || !in_progress(xmax)) {
+        hold_xact_lock(me, xid);
+        slot.value.set(mine);
+        change(waits != 0);
+        page.release(me);
+        return waits;
+      }
+      page.release(me);
+      wait_for_transaction(me, xmax);
+      ++waits;
+    }
+  }
+
+  // The transaction's end (LockReleaseAll): wakes whoever waits for it. Call after the commit
+  // record, the CLOG and the ProcArray, as PostgreSQL releases its locks after them.
+  void end_transaction(Proc<P>& me) {
+    XactLock& x = *xact_[static_cast<uint32_t>(me.id.value)];
+    if (!x.held) return;
+    x.held = false;
+    x.lock.release_clear_var(me, VarProtocol::kAtomic, x.xid, 0);
+  }
+
+ private:
+  struct alignas(64) XactLock {
+    explicit XactLock(ProcTable<P>* procs) : lock(procs, WaitEvent::kLockTransactionId) {}
+    LWLock<P> lock;
+    LockVar<P> xid;     // the xid the lock stands for while held; 0 after the release
+    bool held = false;  // owner-local: taken in this transaction
+  };
+  struct alignas(64) PageLock {
+    explicit PageLock(ProcTable<P>* procs) : lock(procs, WaitEvent::kBufferContent) {}
+    LWLock<P> lock;
+  };
+  struct Slot {
+    typename P::template Shared<uint64_t> value{0};
+  };
+  struct Table {
+    uint64_t rows = 0;
+    uint32_t rows_per_page = 1;
+    std::unique_ptr<Slot[]> slots;
+    std::vector<std::unique_ptr<PageLock>> pages;
+  };
+
+  static uint64_t pack(Xid xid, int32_t procno) {
+    return (uint64_t{xid.value} << 32) | (static_cast<uint32_t>(procno) + 1u);
+  }
+  XactLock& holder_of(uint64_t xmax) { return *xact_[static_cast<uint32_t>(xmax & 0xFFFFFFFFu) - 1]; }
+  bool in_progress(uint64_t xmax) {
+    return holder_of(xmax).xid.atomic_value.load() == (xmax >> 32);
+  }
+
+  void hold_xact_lock(Proc<P>& me, Xid xid) {
+    XactLock& x = *xact_[static_cast<uint32_t>(me.id.value)];
+    if (x.held) return;
+    x.lock.acquire(me, kLwExclusive);  // only its owner takes it: never waits
+    x.xid.atomic_value.exchange(xid.value);
+    x.held = true;
+  }
+
+  // XactLockTableWait: until the holder's transaction `xmax >> 32` ends.
+  void wait_for_transaction(Proc<P>& me, uint64_t xmax) {
+    XactLock& x = holder_of(xmax);
+    uint64_t seen = 0;
+    x.lock.wait_for_var(me, VarProtocol::kAtomic, x.xid, xmax >> 32, &seen);
+  }
+
+  Table& table_of(PgbenchTable table) {
+    return table == PgbenchTable::kTellers ? tables_[0] : tables_[1];
+  }
+
+  std::vector<std::unique_ptr<XactLock>> xact_;
+  Table tables_[2];
+};
+
+}  // namespace walbench
