@@ -51,6 +51,7 @@ enum class WaitEvent : uint32_t {
   kSlruWrite,         // IO:SLRUWrite (an SLRU page written to its segment file)
   kLockTransactionId,  // Lock:transactionid (waiting for a row's updater to end, core/cell/row_locks.h)
   kBufferContent,     // LWLock:BufferContent (a pgbench_tellers/branches page's content lock)
+  kLockTuple,         // Lock:tuple (queued behind a row's first waiter, core/cell/row_locks.h)
   kCount
 };
 
@@ -78,6 +79,7 @@ inline const char* wait_event_name(WaitEvent e) {
     case WaitEvent::kSlruWrite: return "IO:SLRUWrite";
     case WaitEvent::kLockTransactionId: return "Lock:transactionid";
     case WaitEvent::kBufferContent: return "LWLock:BufferContent";
+    case WaitEvent::kLockTuple: return "Lock:tuple";
     case WaitEvent::kCount: break;
   }
   return "?";

@@ -247,6 +247,13 @@ TEST_CASE("pgbench row locks: scale 1 serialises tpcb_like on the branch row, sc
   const double bytes_one = static_cast<double>(one.window.wal_bytes) / static_cast<double>(one.window.txns);
   const double bytes_alone = static_cast<double>(alone.window.wal_bytes) / static_cast<double>(alone.window.txns);
   CHECK(bytes_one - bytes_alone == Approx(64 * waits_per_txn(one)).margin(12));
+  // savepoints locks its teller and branch FOR UPDATE (subtransactions): the same queue.
+  CellSpec sp = cell(1, 8);
+  sp.workload.name = "savepoints";
+  const Outcome locks = run_cell(sp, 0.05);
+  CHECK(locks.verify.ok);
+  CHECK(waits_per_txn(locks) > 0.5);
+  CHECK(tps(locks) < 1e9 / 28000.0);  // END's statement and the commit hold the branch
 }
 
 TEST_CASE("pgbench row locks on real threads: tpcb_like and savepoints at scale 1 verify and end",
@@ -262,5 +269,7 @@ TEST_CASE("pgbench row locks on real threads: tpcb_like and savepoints at scale 
     const Outcome o = run_cell(spec, 0.1, 200);
     CHECK(o.verify.ok);
     CHECK(o.window.txns >= 200);
+    // One branch and ten tellers for six threads: over 200 transactions some must have waited.
+    CHECK(o.model["row_lock_waits"].get<uint64_t>() > 0);
   }
 }

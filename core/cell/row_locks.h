@@ -13,10 +13,13 @@
 //     LockBuffer(UNLOCK)); the index scan that found the row read it under the content lock in
 //     share mode (heap_hot_search_buffer).
 //   - When xmax is a transaction still in progress (HeapTupleSatisfiesUpdate: TM_BeingModified),
-//     the content lock is released and the backend waits for that transaction to end:
+//     the content lock is released, the backend takes the tuple's heavyweight lock
+//     (heap_acquire_tuplock, LockTuple: Lock:tuple while an earlier waiter holds it, so the
+//     waiters of a row queue in order behind the first) and waits for that transaction to end:
 //     XactLockTableWait, a ShareLock on the holder's transaction id, which the holder has held
 //     ExclusiveLock on since it got its xid and releases at its end (LockReleaseAll, after
-//     RecordTransactionCommit and ProcArrayEndTransaction): wait event Lock:transactionid.
+//     RecordTransactionCommit and ProcArrayEndTransaction): wait event Lock:transactionid. It
+//     keeps the tuple lock until it has changed the row (UnlockTupleTuplock).
 //   - READ COMMITTED (nodeModifyTable.c ExecUpdate, TM_Updated; execMain.c EvalPlanQual): the
 //     holder committed a newer version, so the waiter locks that version (table_tuple_lock with
 //     TUPLE_LOCK_FLAG_FIND_LAST_VERSION: heap_lock_tuple writes Heap/LOCK, 59 B) and updates it.
@@ -38,17 +41,32 @@
 //   with the variable cleared at the transaction's end (end_transaction). A row's xmax is in
 //   progress while its holder's variable still holds that xid (TransactionIdIsInProgress); a
 //   waiter waits with wait_for_var(the xid), so it wakes at the release, or at once if the
-//   holder has moved on to another transaction (its variable changed).
+//   holder has moved on to another transaction (its variable changed). The tuple lock: one
+//   LWLock per row (tranche Lock:tuple).
 //   Per row change, under the page's content lock taken exclusively: read the slot; if another
-//   transaction in progress holds it, release and wait (Lock:transactionid), then take the
-//   page again and re-read; else write the slot and run the caller's change (its WAL records),
-//   then release. Before that, one share-mode acquisition for the index scan's heap fetch.
+//   transaction in progress holds it, release; the first time, take the row's tuple lock
+//   exclusively (queueing behind earlier waiters) and look again; else wait for the holder
+//   (Lock:transactionid), then take the page again and re-read. Once the row is free or its
+//   holder ended: write the slot and run the caller's change (its WAL records), release the
+//   page, then the tuple lock if taken. Before all that, one share-mode acquisition for the
+//   index scan's heap fetch. A change that waited (for the tuple lock or the holder) is told
+//   so: its UPDATE writes the Heap/LOCK of READ COMMITTED's re-lock first.
 // DEPARTURES (named)
 //   - The heavyweight lock manager (its 16 partition LWLocks, the lock and proclock hash tables,
-//     the deadlock check after deadlock_timeout) is one LWLock with a variable per client: the
-//     queue, the sleep and the wake-up at the holder's end are PostgreSQL's, their CPU cost is an
-//     LWLock's. The holder takes it at its first row lock, not at its xid assignment, so
-//     transactions that lock no teller or branch row pay nothing for it.
+//     the deadlock check after deadlock_timeout) is LWLocks: one with a variable per client for
+//     its transaction, one per row for the tuple lock. Their queues sleep and wake as
+//     PostgreSQL's do, at an LWLock's CPU cost, but an LWLock lets a newcomer take a lock that
+//     was just released before the waiter it woke (the lock manager grants in queue order), and
+//     PostgreSQL's tuple lock is per tuple version (a waiter that finds the row updated again
+//     queues on the new version's), here per row. The transaction lock is taken at the
+//     client's first row lock, not at its xid assignment, so transactions that lock no teller
+//     or branch row pay nothing for it.
+//   - PostgreSQL also re-locks without any wait (Heap/LOCK, then the update) when the row's
+//     updater committed after the statement's snapshot but before the row was reached
+//     (TM_Updated); the model writes the Heap/LOCK only after a wait, so at a low scale it
+//     writes fewer of them than PostgreSQL.
+//   - After a wait the Heap/LOCK and the update are made under one hold of the content lock;
+//     PostgreSQL releases it between heap_lock_tuple and heap_update.
 //   - TransactionIdIsInProgress reads the holder's variable (one cache line), not the ProcArray.
 //   - The update's own CPU work (finding the HOT chain, writing the new version) is in the
 //     statement's client_overhead_us, outside the content lock, which is held for the row check
@@ -62,6 +80,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -86,6 +105,7 @@ class PgbenchRowLocks {
       const uint64_t pages = pgbench_table_pages(table, scale);
       for (uint64_t p = 0; p < pages; ++p)
         tab.pages.push_back(std::make_unique<PageLock>(&procs));
+      for (uint64_t r = 0; r < tab.rows; ++r) tab.tuple_locks.emplace_back(&procs);
     }
   }
 
@@ -104,6 +124,7 @@ class PgbenchRowLocks {
     page.release(me);
     const uint64_t mine = pack(xid, me.id.value);
     uint32_t waits = 0;
+    LWLock<P>* tuple_lock = nullptr;  // heap_acquire_tuplock's, held from the first conflict
     for (;;) {
       page.acquire(me, kLwExclusive);
       const uint64_t xmax = slot.value.get();
@@ -112,9 +133,16 @@ class PgbenchRowLocks {
         slot.value.set(mine);
         change(waits != 0);
         page.release(me);
+        if (tuple_lock != nullptr) tuple_lock->release(me);  // UnlockTupleTuplock
         return waits;
       }
       page.release(me);
+      if (tuple_lock == nullptr) {  // queue behind earlier waiters of the row (Lock:tuple)
+        tuple_lock = &tab.tuple_locks[row].lock;
+        tuple_lock->acquire(me, kLwExclusive);
+        ++waits;
+        continue;  // the row may have changed hands while this client queued: look again
+      }
       wait_for_transaction(me, xmax);
       ++waits;
     }
@@ -140,6 +168,10 @@ class PgbenchRowLocks {
     explicit PageLock(ProcTable<P>* procs) : lock(procs, WaitEvent::kBufferContent) {}
     LWLock<P> lock;
   };
+  struct alignas(64) TupleLock {
+    explicit TupleLock(ProcTable<P>* procs) : lock(procs, WaitEvent::kLockTuple) {}
+    LWLock<P> lock;
+  };
   struct Slot {
     typename P::template Shared<uint64_t> value{0};
   };
@@ -148,6 +180,7 @@ class PgbenchRowLocks {
     uint32_t rows_per_page = 1;
     std::unique_ptr<Slot[]> slots;
     std::vector<std::unique_ptr<PageLock>> pages;
+    std::deque<TupleLock> tuple_locks;  // one per row (a stand-in for one per tuple version)
   };
 
   static uint64_t pack(Xid xid, int32_t procno) {

@@ -30,10 +30,14 @@
 //                 pgbench_branches (each a Heap/HOT_UPDATE 72 B of a row pgbench drew, under
 //                 the row locks of core/cell/row_locks.h: a row whose previous updater was
 //                 still in progress is waited for, then locked again, Heap/LOCK 59 B, before
-//                 the update); INSERT INTO pgbench_history (Heap/INSERT 80 B); END. Mean 421
+//                 the update); INSERT INTO pgbench_history (Heap/INSERT 80 B); END. Mean 422
 //                 B/txn without row-lock waits, 434 measured (at a scale and client count
-//                 PROTOCOLS.md section 7 does not give; each wait adds a Heap/LOCK), 431 with
-//                 the tagged COMMIT.
+//                 PROTOCOLS.md section 7 does not give; each wait adds a Heap/LOCK), 432 with
+//                 the tagged COMMIT. PostgreSQL 15 also writes a Heap/LOCK with each non-HOT
+//                 update whose new version goes to another page (measured here, README "Row
+//                 locks"); the model's non-HOT accounts update has none, its probabilities
+//                 having been chosen for the means when branches updates wrote a Heap/LOCK with
+//                 p = 0.2.
 //     the accounts update: Heap2/PRUNE 68 B first with p = 0.6 (before the xid is assigned, so
 //                 it carries none in the first statement), then Heap/HOT_UPDATE 72 B, or with
 //                 p = 0.3 a non-HOT Heap/UPDATE 180 B + Btree/INSERT_LEAF 64 B. The sizes are the
