@@ -181,7 +181,9 @@ std::vector<Entry> workload_entries() {
                           "seconds between checkpoints (PostgreSQL's checkpoint_timeout)"});
   pgbench_rows.push_back({"scale", "integer", std::to_string(d.scale), "1..100000",
                           "pgbench's scale factor: 100000 accounts rows, 10 tellers and 1 "
-                          "branch per unit (the tables whose pages are imaged)"});
+                          "branch per unit (the tables whose pages are imaged); tpcb_like and "
+                          "savepoints lock a teller and a branch drawn from them, so at a scale "
+                          "below the clients transactions queue on rows (at 1, on the one branch)"});
   pgbench_rows.push_back(
       {"tables", "string", d.unlogged_tables ? "\"unlogged\"" : "\"permanent\"",
        "permanent | unlogged",
@@ -229,7 +231,7 @@ std::vector<Entry> workload_entries() {
       {"tpcb_like",
        "pgbench's default TPC-B-like script in WAL terms, PostgreSQL 15 record sizes "
        "(PROTOCOLS.md section 7): 7 statements, mean 434 B/txn in PG 15 (measured 434), 432 here "
-       "without row-lock waits, 446 MAXALIGNed as results count it; + 59 B (64) per wait",
+       "without row-lock waits, 440 MAXALIGNed as results count it; + 59 B (64) per wait",
        "BEGIN; UPDATE pgbench_accounts (as simple_update); SELECT; UPDATE pgbench_tellers and "
        "UPDATE pgbench_branches: Heap/HOT_UPDATE 72 B each, of a row drawn as pgbench does, under "
        "its page's content lock; a row whose updater is still in progress is waited for "

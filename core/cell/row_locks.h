@@ -5,8 +5,10 @@
 //   - pgbench's scripts draw the row uniformly: tpcb_like updates one teller of 10 x scale and one
 //     branch of scale (pgbench.c, the builtin "tpcb-like" script: \set tid random(1, 10 *
 //     :scale), \set bid random(1, 1 * :scale)); the savepoints script here locks one of each.
-//     pgbench -i loads them in key order, 185 rows to a page (core/cell/full_page_images.h), so
-//     at scale s the branches are on ceil(s / 185) pages and the tellers on ceil(10 s / 185).
+//     pgbench -i loads them in key order, 185 rows to a page (core/cell/full_page_images.h: right
+//     for pgbench_tellers; PostgreSQL fits about 226 of the narrower branches rows, which
+//     matters above scale 185 only), so at scale s the branches are on ceil(s / 185) pages here
+//     and the tellers on ceil(10 s / 185).
 //   - heapam.c heap_update / heap_lock_tuple: the row is changed under the buffer's content lock
 //     (LWLock:BufferContent) held exclusively from reading the old version's xmax to after the
 //     WAL record is inserted (START_CRIT_SECTION .. XLogInsert .. PageSetLSN, then
@@ -73,7 +75,8 @@
 //     and the WAL insertion.
 //   - pgbench_accounts rows (100,000 x scale) and the last page of pgbench_history are not
 //     locked: two clients meet on an accounts row with a probability of about the clients over
-//     100,000 x scale, and history inserts are left unordered.
+//     100,000 x scale; every history INSERT goes to the last page, whose content lock is
+//     contended in PostgreSQL and left out here.
 //   - No deadlock is possible: teller before branch in every script, and a branch holder locks
 //     nothing after its branch.
 //   Shared WAL only: ideal's private streams (each client its own data) have no row locks.
