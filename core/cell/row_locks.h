@@ -85,8 +85,8 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <vector>
 
+#include "core/aligned_array.h"
 #include "core/cell/full_page_images.h"
 #include "core/locks/lwlock.h"
 #include "core/proc.h"
@@ -98,17 +98,16 @@ template <class P>
 class PgbenchRowLocks {
  public:
   PgbenchRowLocks(ProcTable<P>& procs, uint32_t clients, uint32_t scale) {
-    for (uint32_t c = 0; c < clients; ++c)
-      xact_.push_back(std::make_unique<XactLock>(&procs));
+    for (uint32_t c = 0; c < clients; ++c) xact_.emplace_back(&procs);
     for (PgbenchTable table : {PgbenchTable::kTellers, PgbenchTable::kBranches}) {
       Table& tab = table_of(table);
       tab.rows = pgbench_table_shape(table).rows_per_scale * scale;
       tab.rows_per_page = pgbench_table_shape(table).rows_per_page;
-      tab.slots = std::make_unique<Slot[]>(tab.rows);
+      tab.slots = make_aligned_array<Slot>(tab.rows);  // line-aligned: which rows share a line
+                                                      // must not depend on the heap (sim.h)
       const uint64_t pages = pgbench_table_pages(table, scale);
-      for (uint64_t p = 0; p < pages; ++p)
-        tab.pages.push_back(std::make_unique<PageLock>(&procs));
-      for (uint64_t r = 0; r < tab.rows; ++r) tab.tuple_locks.emplace_back(&procs);
+      for (uint64_t p = 0; p < pages; ++p) tab.pages.emplace_back(&procs, WaitEvent::kBufferContent);
+      for (uint64_t r = 0; r < tab.rows; ++r) tab.tuple_locks.emplace_back(&procs, WaitEvent::kLockTuple);
     }
   }
 
@@ -121,7 +120,7 @@ class PgbenchRowLocks {
   template <class Change>
   uint32_t change_row(Proc<P>& me, PgbenchTable table, uint64_t row, Xid xid, Change&& change) {
     Table& tab = table_of(table);
-    LWLock<P>& page = tab.pages[row / tab.rows_per_page]->lock;
+    LWLock<P>& page = tab.pages[row / tab.rows_per_page].lock;
     Slot& slot = tab.slots[row];
     page.acquire(me, kLwShared);  // the index scan's heap fetch
     page.release(me);
@@ -154,7 +153,7 @@ class PgbenchRowLocks {
   // The transaction's end (LockReleaseAll): wakes whoever waits for it. Call after the commit
   // record, the CLOG and the ProcArray, as PostgreSQL releases its locks after them.
   void end_transaction(Proc<P>& me) {
-    XactLock& x = *xact_[static_cast<uint32_t>(me.id.value)];
+    XactLock& x = xact_[static_cast<uint32_t>(me.id.value)];
     if (!x.held) return;
     x.held = false;
     x.lock.release_clear_var(me, VarProtocol::kAtomic, x.xid, 0);
@@ -167,12 +166,8 @@ class PgbenchRowLocks {
     LockVar<P> xid;     // the xid the lock stands for while held; 0 after the release
     bool held = false;  // owner-local: taken in this transaction
   };
-  struct alignas(64) PageLock {
-    explicit PageLock(ProcTable<P>* procs) : lock(procs, WaitEvent::kBufferContent) {}
-    LWLock<P> lock;
-  };
-  struct alignas(64) TupleLock {
-    explicit TupleLock(ProcTable<P>* procs) : lock(procs, WaitEvent::kLockTuple) {}
+  struct alignas(64) LineLock {  // an LWLock on a cache line of its own
+    LineLock(ProcTable<P>* procs, WaitEvent tranche) : lock(procs, tranche) {}
     LWLock<P> lock;
   };
   struct Slot {
@@ -181,21 +176,21 @@ class PgbenchRowLocks {
   struct Table {
     uint64_t rows = 0;
     uint32_t rows_per_page = 1;
-    std::unique_ptr<Slot[]> slots;
-    std::vector<std::unique_ptr<PageLock>> pages;
-    std::deque<TupleLock> tuple_locks;  // one per row (a stand-in for one per tuple version)
+    AlignedArray<Slot> slots;
+    std::deque<LineLock> pages;        // content locks (LWLock:BufferContent)
+    std::deque<LineLock> tuple_locks;  // one per row, a stand-in for one per tuple version
   };
 
   static uint64_t pack(Xid xid, int32_t procno) {
     return (uint64_t{xid.value} << 32) | (static_cast<uint32_t>(procno) + 1u);
   }
-  XactLock& holder_of(uint64_t xmax) { return *xact_[static_cast<uint32_t>(xmax & 0xFFFFFFFFu) - 1]; }
+  XactLock& holder_of(uint64_t xmax) { return xact_[static_cast<uint32_t>(xmax & 0xFFFFFFFFu) - 1]; }
   bool in_progress(uint64_t xmax) {
     return holder_of(xmax).xid.atomic_value.load() == (xmax >> 32);
   }
 
   void hold_xact_lock(Proc<P>& me, Xid xid) {
-    XactLock& x = *xact_[static_cast<uint32_t>(me.id.value)];
+    XactLock& x = xact_[static_cast<uint32_t>(me.id.value)];
     if (x.held) return;
     x.lock.acquire(me, kLwExclusive);  // only its owner takes it: never waits
     x.xid.atomic_value.exchange(xid.value);
@@ -213,7 +208,7 @@ class PgbenchRowLocks {
     return table == PgbenchTable::kTellers ? tables_[0] : tables_[1];
   }
 
-  std::vector<std::unique_ptr<XactLock>> xact_;
+  std::deque<XactLock> xact_;
   Table tables_[2];
 };
 

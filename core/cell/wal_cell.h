@@ -848,15 +848,18 @@ class WalCell final : public CellRun {
       }
       table_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid, image);
     };
-    if (!row_locks_) return change(false);
-    const uint64_t row = t.me.next_random() % row_locks_->rows(table);
-    add_row_waits(t, row_locks_->change_row(t.me, table, row, t.xid, change));
+    change_row(t, table, change);
   }
 
-  // Counts a row change that waited for the row's holder at least once (one Heap/LOCK in
-  // tpcb_like however many waits).
-  static void add_row_waits(Txn& t, uint32_t waits) {
-    if (waits) t.pc.row_waits.fetch_add(1, std::memory_order_relaxed);
+  // A change of a pgbench row under the row locks: change(waited) runs under its page's content
+  // lock; without row locks (ideal) or on an accounts row (not locked) it runs at once. A
+  // change that waited at least once is counted (one Heap/LOCK in tpcb_like however many waits).
+  template <class Change>
+  void change_row(Txn& t, PgbenchTable table, Change&& change) {
+    if (!row_locks_ || table == PgbenchTable::kAccounts) return change(false);
+    const uint64_t row = t.me.next_random() % row_locks_->rows(table);
+    if (row_locks_->change_row(t.me, table, row, t.xid, change) != 0)
+      t.pc.row_waits.fetch_add(1, std::memory_order_relaxed);
   }
 
   // SELECT ... FOR UPDATE (savepoints): lock() writes the row's Heap/LOCK under the row locks;
@@ -864,9 +867,7 @@ class WalCell final : public CellRun {
   // (core/cell/row_locks.h DEPARTURES).
   template <class Lock>
   void lock_row(Txn& t, PgbenchTable table, Lock&& lock) {
-    if (!row_locks_ || table == PgbenchTable::kAccounts) return lock();
-    const uint64_t row = t.me.next_random() % row_locks_->rows(table);
-    add_row_waits(t, row_locks_->change_row(t.me, table, row, t.xid, [&](bool) { lock(); }));
+    change_row(t, table, [&](bool) { lock(); });
   }
 
   // A modification of a page of `table`: the bytes its full-page image adds to the record, or
