@@ -52,6 +52,11 @@ TEST_CASE("full-page images: first-touch probability and pgbench's tables", "[fp
   CHECK(pgbench_table_pages(PgbenchTable::kAccounts, 100) == 163935);
   CHECK(pgbench_table_pages(PgbenchTable::kBranches, 100) == 1);
   CHECK(pgbench_table_pages(PgbenchTable::kTellers, 100) == 6);
+  // Branches rows are 4 bytes narrower than tellers rows: 226 to a page against 185 (36 and 44
+  // bytes with the line pointer), so 226 branches fit one page and 1000 tellers need six.
+  CHECK(pgbench_table_pages(PgbenchTable::kBranches, 226) == 1);
+  CHECK(pgbench_table_pages(PgbenchTable::kBranches, 227) == 2);
+  CHECK(pgbench_table_pages(PgbenchTable::kTellers, 19) == 2);  // 190 rows
   CHECK(pgbench_table_pages(PgbenchTable::kHistory, 100) == 1);
   CHECK(full_page_image_bytes(PgbenchTable::kAccounts) == 5 + 8192 - 116);
   // No rate yet, or a cycle far shorter than the time to touch every page: every touch is first.

@@ -33,9 +33,11 @@
 //   accounts_pkey leaf  int4 key: IndexTuple 8 + 4 -> 16 + 4 = 20 B, leaves built at
 //             fillfactor 90: 8152 usable (16-byte btree special) x 0.9 / 20 = 366 keys per leaf;
 //             hole 8152 - 366 x 20 = 832 B.
-//   tellers / branches  tid/bid, tbalance/bbalance int4, filler NULL: 24 + 12 -> 40 + 4 = 44 B
-//             -> 185 rows per page; their pages are rewritten by HOT updates all the time and
-//             stay full: hole 0 B.
+//   tellers   tid, bid, tbalance int4, filler NULL (the null bitmap fits the header's 24 B):
+//             24 + 12 -> 40 + 4 = 44 B -> 185 rows per page.
+//   branches  bid, bbalance int4, filler NULL: 24 + 8 = 32 + 4 = 36 B -> 226 rows per page.
+//             Both tables' pages are rewritten by HOT updates all the time and stay full:
+//             hole 0 B.
 //   history   appended: only its last page is modified; on average half full: hole 4084 B.
 // A non-HOT accounts update writes the new version into another page (the old one is full):
 // a second, independent accounts page of its Heap/UPDATE record.
@@ -79,7 +81,7 @@ constexpr PgbenchTableShape pgbench_table_shape(PgbenchTable t) {
     case PgbenchTable::kAccounts: return {100000, 61, 116};
     case PgbenchTable::kAccountsPkey: return {100000, 366, 832};
     case PgbenchTable::kTellers: return {10, 185, 0};
-    case PgbenchTable::kBranches: return {1, 185, 0};
+    case PgbenchTable::kBranches: return {1, 226, 0};
     case PgbenchTable::kHistory: return {0, 1, 4084};
   }
   return {0, 1, 0};

@@ -5,10 +5,9 @@
 //   - pgbench's scripts draw the row uniformly: tpcb_like updates one teller of 10 x scale and one
 //     branch of scale (pgbench.c, the builtin "tpcb-like" script: \set tid random(1, 10 *
 //     :scale), \set bid random(1, 1 * :scale)); the savepoints script here locks one of each.
-//     pgbench -i loads them in key order, 185 rows to a page (core/cell/full_page_images.h: right
-//     for pgbench_tellers; PostgreSQL fits about 226 of the narrower branches rows, which
-//     matters above scale 185 only), so at scale s the branches are on ceil(s / 185) pages here
-//     and the tellers on ceil(10 s / 185).
+//     pgbench -i loads them in key order, 185 tellers and 226 of the narrower branches rows to a
+//     page (core/cell/full_page_images.h), so at scale s the tellers are on ceil(10 s / 185)
+//     pages and the branches on ceil(s / 226).
 //   - heapam.c heap_update / heap_lock_tuple: the row is changed under the buffer's content lock
 //     (LWLock:BufferContent) held exclusively from reading the old version's xmax to after the
 //     WAL record is inserted (START_CRIT_SECTION .. XLogInsert .. PageSetLSN, then
