@@ -276,6 +276,58 @@ TEST_CASE("dense snapshots: subtransactions advertise their cache state; a clear
   CHECK(old.subxid_status_slot(me) == nullptr);
 }
 
+TEST_CASE("kept snapshots: xid_visible answers as XidInMVCCSnapshot would, in both forms", "[clog][procarray]") {
+  // READ COMMITTED's TM_Updated (core/cell/row_locks.h) asks whether a row's last updater, ended
+  // by now, committed before the statement's snapshot: below the snapshot's xmax and not among
+  // the xids it found running.
+  for (const SnapshotForm form : {SnapshotForm::kPgxact, SnapshotForm::kDense}) {
+    INFO((form == SnapshotForm::kDense ? "dense" : "pgxact"));
+    constexpr uint32_t kClients = 4;
+    ProcTable<P> procs(kClients, 5);
+    ProcArray<P> pa(procs, kClients, ProcArrayMode::kExclusive, form);
+    pa.keep_snapshots();
+    XidGen<P> gen(procs);
+    auto client = [&](uint32_t c) -> Proc<P>& { return procs[static_cast<int32_t>(c)]; };
+    auto assign = [&](uint32_t c) { return gen.assign(client(c), nullptr, false, &pa.xid_slot(client(c))); };
+    Proc<P>& reader = client(3);
+    const Xid a = assign(0), b = assign(1), d = assign(2);
+    CHECK(pa.xid_visible(reader, a));  // no snapshot taken yet: nothing hides it
+    pa.end_transaction(client(2), d);  // xmax becomes d + 1, with a and b running below it
+    const SnapshotInfo s = pa.get_snapshot(reader);
+    REQUIRE(s.xmax.value == d.value + 1);
+    REQUIRE(s.running == 2);
+    pa.end_transaction(client(0), a);  // ends after the snapshot
+    const Xid c = assign(2);           // begins after it: at or above its xmax
+    REQUIRE(c.value >= s.xmax.value);
+    auto check_old_snapshot = [&] {
+      CHECK(pa.xid_visible(reader, d));        // committed before the snapshot
+      CHECK_FALSE(pa.xid_visible(reader, a));  // running then (listed), ended since
+      CHECK_FALSE(pa.xid_visible(reader, b));  // running then and now
+      CHECK_FALSE(pa.xid_visible(reader, c));  // not begun then
+    };
+    check_old_snapshot();
+    if (form == SnapshotForm::kDense) {
+      // A reused snapshot keeps the list of the scan that made it.
+      pa.end_transaction(client(2), c);
+      const SnapshotInfo fresh = pa.get_snapshot(reader);
+      CHECK(pa.xid_visible(reader, a));
+      CHECK(pa.xid_visible(reader, c));
+      CHECK_FALSE(pa.xid_visible(reader, b));  // still running
+      const uint64_t reused = pa.totals().reused;
+      CHECK(pa.get_snapshot(reader) == fresh);  // nothing ended: reused
+      CHECK(pa.totals().reused == reused + 1);
+      CHECK(pa.xid_visible(reader, a));
+      CHECK_FALSE(pa.xid_visible(reader, b));
+      pa.end_transaction(client(1), b);
+    } else {
+      pa.end_transaction(client(1), b);
+      pa.end_transaction(client(2), c);
+    }
+    pa.get_snapshot(reader);  // everything ended before this one
+    for (const Xid x : {a, b, c, d}) CHECK(pa.xid_visible(reader, x));
+  }
+}
+
 TEST_CASE("transaction workloads with the ProcArray modelled pass every verifier", "[conformance][procarray]") {
   const Variant v{"insert_locks", nlohmann::json::object()};
   for (const char* platform : {"threads", "sim"})

@@ -261,6 +261,41 @@ TEST_CASE("pgbench row locks: scale 1 serialises tpcb_like on the branch row, sc
   CHECK(tps(locks) < 1e9 / 28000.0);  // END's statement and the commit hold the branch
 }
 
+// READ COMMITTED's TM_Updated without a wait (core/cell/row_locks.h): an UPDATE whose row's last
+// updater ended after the statement's snapshot re-locks the newest version (Heap/LOCK) before
+// updating it. It needs the statement's snapshot, so only a cell with a ProcArray model makes
+// such re-locks; each one, like each change that waited, adds one Heap/LOCK.
+TEST_CASE("pgbench row locks: an updater that ended after the statement's snapshot is re-locked",
+          "[rowlocks][sim]") {
+  auto cell = [](const char* procarray, uint32_t clients) {
+    CellSpec spec = tpcb_cell(false, 300, 1);
+    spec.clients = clients;
+    spec.clog.procarray = procarray;
+    return spec;
+  };
+  const Outcome off = run_cell(cell("off", 8), 0.05);
+  const Outcome on = run_cell(cell("exclusive", 8), 0.05);
+  const Outcome alone = run_cell(cell("exclusive", 1), 0.05);
+  REQUIRE(off.verify.ok);
+  REQUIRE(on.verify.ok);
+  REQUIRE(alone.verify.ok);
+  CHECK(off.model["row_relocks"].get<uint64_t>() == 0);  // no snapshot: every ended updater visible
+  CHECK(alone.model["row_relocks"].get<uint64_t>() == 0);  // its own earlier transactions are visible
+  const uint64_t relocks = on.model["row_relocks"].get<uint64_t>();
+  INFO("waits " << on.model["row_lock_waits"] << " relocks " << relocks);
+  CHECK(relocks > 0);
+  // Both kinds write one Heap/LOCK (64 B reserved) each: counted over the whole run, so compare
+  // per transaction of the whole run (the window's bytes per window transaction stand in).
+  auto per_txn = [](const Outcome& o, uint64_t n) {
+    return static_cast<double>(n) / static_cast<double>(o.txns);
+  };
+  const double bytes_on = static_cast<double>(on.window.wal_bytes) / static_cast<double>(on.window.txns);
+  const double bytes_alone = static_cast<double>(alone.window.wal_bytes) / static_cast<double>(alone.window.txns);
+  const double locks_per_txn =
+      per_txn(on, on.model["row_lock_waits"].get<uint64_t>() + relocks);
+  CHECK(bytes_on - bytes_alone == Approx(64 * locks_per_txn).margin(12));
+}
+
 TEST_CASE("pgbench row locks on real threads: tpcb_like and savepoints at scale 1 verify and end",
           "[rowlocks]") {
   for (const char* workload : {"tpcb_like", "savepoints"}) {

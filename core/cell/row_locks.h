@@ -26,6 +26,11 @@
 //     TUPLE_LOCK_FLAG_FIND_LAST_VERSION: heap_lock_tuple writes Heap/LOCK, 59 B) and updates it.
 //     A SELECT ... FOR UPDATE that waited locks the row as it would have anyway (its Heap/LOCK).
 //     If a third transaction updated the row meanwhile, the waiter waits again.
+//   - The same TM_Updated without any wait: the UPDATE's snapshot (taken when the statement
+//     starts executing) sees the row version before the last updater's, because that updater
+//     committed after the snapshot was taken; by the time the scan reaches the row it has ended,
+//     so heap_update finds the visible version's xmax committed (HeapTupleSatisfiesUpdate:
+//     TM_Updated) and EvalPlanQual re-locks the newest version (Heap/LOCK) before the update.
 //   This is pgbench's classic contention at a scale below the client count ("the scale factor
 //   should be at least the number of clients", pgbench documentation): at scale 1 every
 //   tpcb_like transaction updates the one branch row, so transactions queue on it from the
@@ -50,8 +55,11 @@
 //   (Lock:transactionid), then take the page again and re-read. Once the row is free or its
 //   holder ended: write the slot and run the caller's change (its WAL records), release the
 //   page, then the tuple lock if taken. Before all that, one share-mode acquisition for the
-//   index scan's heap fetch. A change that waited (for the tuple lock or the holder) is told
-//   so: its UPDATE writes the Heap/LOCK of READ COMMITTED's re-lock first.
+//   index scan's heap fetch. A change that waited (for the tuple lock or the holder), or that
+//   found the row's last updater ended but invisible to its statement's snapshot (the caller's
+//   visible(xid): XidInMVCCSnapshot over the snapshot the ProcArray model last gave this client,
+//   core/clog/proc_array.h), is told so: its UPDATE writes the Heap/LOCK of READ COMMITTED's
+//   re-lock first.
 // DEPARTURES (named)
 //   - The heavyweight lock manager (its 16 partition LWLocks, the lock and proclock hash tables,
 //     the deadlock check after deadlock_timeout) is LWLocks: one with a variable per client for
@@ -62,10 +70,14 @@
 //     queues on the new version's), here per row. The transaction lock is taken at the
 //     client's first row lock, not at its xid assignment, so transactions that lock no teller
 //     or branch row pay nothing for it.
-//   - PostgreSQL also re-locks without any wait (Heap/LOCK, then the update) when the row's
-//     updater committed after the statement's snapshot but before the row was reached
-//     (TM_Updated); the model writes the Heap/LOCK only after a wait, so at a low scale it
-//     writes fewer of them than PostgreSQL.
+//   - The re-lock without a wait needs the statement's snapshot: with clog.procarray "off" no
+//     snapshot is modelled, every ended updater counts as visible, and the Heap/LOCK is written
+//     only after a wait. With snapshots, the window in which an updater can end unseen is
+//     nearly closed: the executor's work between the UPDATE's snapshot and the row
+//     (ExecutorStart, the index scan) is spent in the statement's overhead before the snapshot
+//     (wal_cell.h statement()), so such re-locks are rare here (0-3% as many as the waits in
+//     configs/sim-row-locks-vm.json's cells): one reason the model writes fewer Heap/LOCKs
+//     than PostgreSQL 15 at scale 1 (README "Row locks").
 //   - After a wait the Heap/LOCK and the update are made under one hold of the content lock;
 //     PostgreSQL releases it between heap_lock_tuple and heap_update.
 //   - TransactionIdIsInProgress reads the holder's variable (one cache line), not the ProcArray.
@@ -112,40 +124,51 @@ class PgbenchRowLocks {
 
   uint64_t rows(PgbenchTable table) { return table_of(table).rows; }
 
+  // What one change_row met.
+  struct RowChange {
+    uint32_t waits = 0;      // for the tuple lock or the holder
+    bool relocked = false;   // TM_Updated without a wait: the row's last updater had ended, but
+                             // after the statement's snapshot
+  };
+
   // Changes row `row` of `table` (tellers or branches) for the client's transaction `xid`:
   // waits while another transaction in progress holds it, then, under the page's content lock,
-  // marks it as this transaction's and calls change(waited) (waited: the row was found taken at
-  // least once, so READ COMMITTED re-locks the newest version first). Returns the waits.
-  template <class Change>
-  uint32_t change_row(Proc<P>& me, PgbenchTable table, uint64_t row, Xid xid, Change&& change) {
+  // marks it as this transaction's and calls change(relock). relock: READ COMMITTED's
+  // EvalPlanQual locks the newest version first (TM_Updated), because the row was found taken
+  // at least once or because its last updater, ended now, is one the statement's snapshot
+  // does not see (visible(xid) false: it committed after the snapshot).
+  template <class Change, class Visible>
+  RowChange change_row(Proc<P>& me, PgbenchTable table, uint64_t row, Xid xid, Change&& change,
+                       Visible&& visible) {
     Table& tab = table_of(table);
     LWLock<P>& page = tab.pages[row / tab.rows_per_page].lock;
     Slot& slot = tab.slots[row];
     page.acquire(me, kLwShared);  // the index scan's heap fetch
     page.release(me);
     const uint64_t mine = pack(xid, me.id.value);
-    uint32_t waits = 0;
+    RowChange met;
     LWLock<P>* tuple_lock = nullptr;  // heap_acquire_tuplock's, held from the first conflict
     for (;;) {
       page.acquire(me, kLwExclusive);
       const uint64_t xmax = slot.value.get();
       if (xmax == 0 || xmax == mine || !in_progress(xmax)) {
+        met.relocked = met.waits == 0 && xmax != 0 && xmax != mine && !visible(Xid{uint32_t(xmax >> 32)});
         hold_xact_lock(me, xid);
         slot.value.set(mine);
-        change(waits != 0);
+        change(met.waits != 0 || met.relocked);
         page.release(me);
         if (tuple_lock != nullptr) tuple_lock->release(me);  // UnlockTupleTuplock
-        return waits;
+        return met;
       }
       page.release(me);
       if (tuple_lock == nullptr) {  // queue behind earlier waiters of the row (Lock:tuple)
         tuple_lock = &tab.tuple_locks[row].lock;
         tuple_lock->acquire(me, kLwExclusive);
-        ++waits;
+        ++met.waits;
         continue;  // the row may have changed hands while this client queued: look again
       }
       wait_for_transaction(me, xmax);
-      ++waits;
+      ++met.waits;
     }
   }
 

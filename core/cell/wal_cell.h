@@ -282,6 +282,7 @@ class WalCell final : public CellRun {
                        commit_record_size(kSavepoints));
     if (!private_ && (workload_ == WorkloadKind::kTpcbLike || workload_ == WorkloadKind::kSavepoints))
       row_locks_ = std::make_unique<PgbenchRowLocks<P>>(procs_, clients_, spec.workload.scale);
+    if (row_locks_ && proc_array_) proc_array_->keep_snapshots();  // for TM_Updated (row_locks.h)
     for (uint32_t i = 0; i < kNumPgbenchTables; ++i) {
       table_pages_[i] = static_cast<double>(
           pgbench_table_pages(static_cast<PgbenchTable>(i), spec.workload.scale));
@@ -635,8 +636,13 @@ class WalCell final : public CellRun {
     }
     if (row_locks_) {
       uint64_t waits = 0;
-      for (const auto& c : per_client_) waits += c.row_waits.load(std::memory_order_relaxed);
+      uint64_t relocks = 0;
+      for (const auto& c : per_client_) {
+        waits += c.row_waits.load(std::memory_order_relaxed);
+        relocks += c.row_relocks.load(std::memory_order_relaxed);
+      }
       j["row_lock_waits"] = waits;
+      j["row_relocks"] = relocks;
     }
     if (!private_xacts_.empty()) {  // ideal: the per-client CLOGs' counters summed
       nlohmann::json clog = nlohmann::json::object();
@@ -687,6 +693,7 @@ class WalCell final : public CellRun {
     std::atomic<uint64_t> images{0};
     std::atomic<uint64_t> image_bytes{0};
     std::atomic<uint64_t> row_waits{0};  // row changes that waited (row_locks.h), owner-written
+    std::atomic<uint64_t> row_relocks{0};  // of the others, TM_Updated re-locks, owner-written
   };
 
   // Opens or closes w when the runner's `measuring` flag changed since the owner last looked.
@@ -837,12 +844,12 @@ class WalCell final : public CellRun {
 
   // UPDATE pgbench_tellers / pgbench_branches (tpcb_like): a HOT update of a row pgbench drew,
   // under the row locks (core/cell/row_locks.h): when the row's previous updater was still in
-  // progress, READ COMMITTED locks the newest version after the wait (Heap/LOCK) before
-  // updating it. The first record on the row's page carries its image.
+  // progress, or ended after the statement's snapshot, READ COMMITTED locks the newest version
+  // (Heap/LOCK) before updating it. The first record on the row's page carries its image.
   void update_row(Txn& t, PgbenchTable table) {
-    auto change = [&](bool waited) {
+    auto change = [&](bool relock) {
       uint32_t image = page_image(t, table);
-      if (waited) {
+      if (relock) {
         table_record(t, kRmHeap, kInfoHeapLock, kHeapLockSize, t.xid, image);
         image = 0;
       }
@@ -851,15 +858,21 @@ class WalCell final : public CellRun {
     change_row(t, table, change);
   }
 
-  // A change of a pgbench row under the row locks: change(waited) runs under its page's content
+  // A change of a pgbench row under the row locks: change(relock) runs under its page's content
   // lock; without row locks (ideal) or on an accounts row (not locked) it runs at once. A
-  // change that waited at least once is counted (one Heap/LOCK in tpcb_like however many waits).
+  // change that waited at least once is counted (one Heap/LOCK in tpcb_like however many
+  // waits), and one that re-locked without a wait (TM_Updated against the statement's last
+  // snapshot; none without a ProcArray model, which takes no snapshots) is counted apart.
   template <class Change>
   void change_row(Txn& t, PgbenchTable table, Change&& change) {
     if (!row_locks_ || table == PgbenchTable::kAccounts) return change(false);
     const uint64_t row = t.me.next_random() % row_locks_->rows(table);
-    if (row_locks_->change_row(t.me, table, row, t.xid, change) != 0)
-      t.pc.row_waits.fetch_add(1, std::memory_order_relaxed);
+    const auto visible = [&](Xid updater) {
+      return !proc_array_ || proc_array_->xid_visible(t.me, updater);
+    };
+    const auto met = row_locks_->change_row(t.me, table, row, t.xid, change, visible);
+    if (met.waits != 0) t.pc.row_waits.fetch_add(1, std::memory_order_relaxed);
+    if (met.relocked) t.pc.row_relocks.fetch_add(1, std::memory_order_relaxed);
   }
 
   // SELECT ... FOR UPDATE (savepoints): lock() writes the row's Heap/LOCK under the row locks;
@@ -996,7 +1009,7 @@ class WalCell final : public CellRun {
   //                   asynchronous commit SetHintBits waits until the commit record is flushed),
   //                   and a lookup of an xid still running asks the CLOG (PostgreSQL's snapshot
   //                   or ProcArray answers it first; tpcb_like's tellers and branches stamps are
-  //                   a mean of 10 x scale / 185 and scale / 185 xids old). (Robert Haas, pgsql-hackers "CLOG
+  //                   a mean of 10 x scale / 185 and scale / 226 xids old). (Robert Haas, pgsql-hackers "CLOG
   //                   contention", 2011-12: lookups of rows updated earlier in the run spread
   //                   over more CLOG pages than 8 buffers held; with 9.6's 128 they fit.)
   // Shared WAL only (ideal's private CLOGs see no lookups: nobody else's rows).

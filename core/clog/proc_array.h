@@ -87,6 +87,9 @@
 //                                 with the xid.
 //   status_flags_[c]              "dense" (ProcGlobal->statusFlags): always 0 here (no vacuum, no
 //                                 logical decoding); read by the scan for each running xid.
+//   kept_[c]                      client-local (keep_snapshots(): the last snapshot's xmax and
+//                                 running xids, for xid_visible; not priced, as a backend's own
+//                                 snapshot memory is not shared).
 //   last_[c]                      client-local (the backend's static snapshot and the completion
 //                                 count it saw), on its own line.
 //   Proc::nsubxids, subxids_overflowed   cleared with xid under the exclusive lock.
@@ -223,18 +226,39 @@ class ProcArray {
     return form_ == SnapshotForm::kDense ? xids_[client].load() : pgxact_[client].xid.load();
   }
 
+  // Keep each client's last snapshot (its xmax and running xids, client-local and unpriced) for
+  // xid_visible(): row-lock workloads ask it for READ COMMITTED's TM_Updated
+  // (core/cell/row_locks.h). Off by default: the other workloads never ask, and a list per
+  // snapshot would cost real-thread runs with thousands of clients for nothing.
+  void keep_snapshots() { keep_snapshots_ = true; }
+
+  // XidInMVCCSnapshot inverted, over the client's last snapshot: whether `xid` (another
+  // transaction's, ended) committed before that snapshot was taken. True when no snapshot was
+  // kept (keep_snapshots not called, or none taken yet).
+  bool xid_visible(const Proc<P>& me, Xid xid) const {
+    const KeptSnapshot& k = kept_[me.id.value];
+    if (!k.taken) return true;
+    if (xid.value >= k.xmax.value) return false;
+    return std::find(k.running.begin(), k.running.end(), xid.value) == k.running.end();
+  }
+
   // GetSnapshotData: the running xids of every other client, under the shared lock.
   SnapshotInfo get_snapshot(Proc<P>& me) {
     lock_.acquire(me, kLwShared);
     PerClientCounters& pc = counters_[me.id.value];
     ++pc.snapshots;
     SnapshotInfo s;
+    KeptSnapshot* kept = keep_snapshots_ ? &kept_[me.id.value] : nullptr;
     if (form_ == SnapshotForm::kPgxact) {
       s.xmax = Xid{latest_completed_.get() + 1};
+      if (kept) kept->start(s.xmax);
       for (uint32_t c = 0; c < clients_; ++c) {
         if (c == me.id.value) continue;
         const uint32_t x = pgxact_[c].xid.load();
-        if (x != 0 && x < s.xmax.value) ++s.running;
+        if (x != 0 && x < s.xmax.value) {
+          ++s.running;
+          if (kept) kept->running.push_back(x);
+        }
       }
       lock_.release(me);
       return s;
@@ -244,13 +268,14 @@ class ProcArray {
     if (last.completions != 0 && completions == last.completions) {  // GetSnapshotDataReuse
       ++pc.reused;
       if (check_reuse && (latest_completed_.get() + 1 != last.info.xmax.value ||
-                          scan_dense(me, last.info.xmax) != last.info.running))
+                          scan_dense(me, last.info.xmax, nullptr) != last.info.running))
         reuse_mismatches.fetch_add(1);  // A5, test hook
       lock_.release(me);
-      return last.info;
+      return last.info;  // kept_ still holds the list of the scan that made it
     }
     s.xmax = Xid{latest_completed_.get() + 1};
-    s.running = scan_dense(me, s.xmax);
+    if (kept) kept->start(s.xmax);
+    s.running = scan_dense(me, s.xmax, kept);
     last = {completions, s};
     lock_.release(me);
     return s;
@@ -401,7 +426,8 @@ class ProcArray {
   // entries on it as hits), then the flags and subxid states of each stretch of consecutive
   // running entries as runs of their own: the same lines and the same number of reads as the
   // loop, in the order line by line rather than entry by entry.
-  uint32_t scan_dense(Proc<P>& me, Xid xmax) {
+  struct KeptSnapshot;
+  uint32_t scan_dense(Proc<P>& me, Xid xmax, KeptSnapshot* kept) {
     using XidSlot = PlainWord<P, uint32_t>;
     constexpr uint32_t kXidsPerLine = 64 / sizeof(XidSlot);
     static_assert(64 % sizeof(XidSlot) == 0 && sizeof(XidSlot) == sizeof(uint32_t));
@@ -428,6 +454,7 @@ class ProcArray {
         P::read_run(&subxid_states_[first], sizeof(subxid_states_[0]), end - i,
                     [&](size_t k) { (void)subxid_states_[first + k].load(); });
         running += end - i;
+        if (kept) kept->running.insert(kept->running.end(), x + i, x + end);
         i = end;
       }
     }
@@ -488,6 +515,19 @@ class ProcArray {
   AlignedArray<typename P::template Shared<uint8_t>> status_flags_ =
       make_aligned_array<typename P::template Shared<uint8_t>>(procs_.size());
   std::vector<LastSnapshot> last_ = std::vector<LastSnapshot>(procs_.size());
+  // keep_snapshots(): each client's last snapshot as XidInMVCCSnapshot needs it (client-local).
+  struct alignas(64) KeptSnapshot {
+    void start(Xid snapshot_xmax) {
+      taken = true;
+      xmax = snapshot_xmax;
+      running.clear();
+    }
+    bool taken = false;
+    Xid xmax = kInvalidXid;
+    std::vector<uint32_t> running;
+  };
+  bool keep_snapshots_ = false;
+  std::vector<KeptSnapshot> kept_ = std::vector<KeptSnapshot>(procs_.size());
 };
 
 }  // namespace walbench
