@@ -10,6 +10,8 @@
 #include "harness/cell_json.h"
 #include "harness/config.h"
 #include "core/cell/full_page_images.h"
+#include "core/cell/row_locks.h"
+#include "core/platform/threads.h"
 #include "core/wal/format.h"
 #include "tests/conformance.h"
 
@@ -52,8 +54,9 @@ TEST_CASE("full-page images: first-touch probability and pgbench's tables", "[fp
   CHECK(pgbench_table_pages(PgbenchTable::kAccounts, 100) == 163935);
   CHECK(pgbench_table_pages(PgbenchTable::kBranches, 100) == 1);
   CHECK(pgbench_table_pages(PgbenchTable::kTellers, 100) == 6);
-  // Branches rows are 4 bytes narrower than tellers rows: 226 to a page against 185 (36 and 44
-  // bytes with the line pointer), so 226 branches fit one page and 1000 tellers need six.
+  // Branches rows are 8 bytes narrower than tellers rows on the page (32 against 40 bytes after
+  // MAXALIGN, 36 and 44 with the line pointer): 226 to a page against 185, so 226 branches fit
+  // one page and 1000 tellers need six.
   CHECK(pgbench_table_pages(PgbenchTable::kBranches, 226) == 1);
   CHECK(pgbench_table_pages(PgbenchTable::kBranches, 227) == 2);
   CHECK(pgbench_table_pages(PgbenchTable::kTellers, 19) == 2);  // 190 rows
@@ -259,6 +262,39 @@ TEST_CASE("pgbench row locks: scale 1 serialises tpcb_like on the branch row, sc
   CHECK(locks.verify.ok);
   CHECK(waits_per_txn(locks) > 0.5);
   CHECK(tps(locks) < 1e9 / 28000.0);  // END's statement and the commit hold the branch
+}
+
+// PgbenchRowLocks::change_row on its own (one thread, two clients): change(relock) is told to
+// re-lock exactly when the row's last updater ended and the caller's visible() says the
+// statement's snapshot does not see it; a row never changed, or one whose updater is visible,
+// is changed without.
+TEST_CASE("row locks: change_row re-locks after an ended updater the snapshot does not see",
+          "[rowlocks]") {
+  using P = ThreadsPlatform;
+  ProcTable<P> procs(2, 1);
+  PgbenchRowLocks<P> locks(procs, 2, 1);
+  Proc<P>& a = procs[0];
+  Proc<P>& b = procs[1];
+  const auto unseen = [](Xid) { return false; };
+  const auto seen = [](Xid) { return true; };
+  std::vector<bool> relocks;
+  const auto change = [&](bool relock) { relocks.push_back(relock); };
+  auto met = locks.change_row(a, PgbenchTable::kBranches, 0, Xid{100}, change, unseen);
+  CHECK(met.waits == 0);
+  CHECK_FALSE(met.relocked);  // never updated: nothing to re-lock, whatever the snapshot
+  locks.end_transaction(a);
+  met = locks.change_row(b, PgbenchTable::kBranches, 0, Xid{101}, change, unseen);
+  CHECK(met.waits == 0);
+  CHECK(met.relocked);  // updater 100 ended, unseen by b's snapshot: TM_Updated
+  locks.end_transaction(b);
+  met = locks.change_row(a, PgbenchTable::kBranches, 0, Xid{102}, change, seen);
+  CHECK(met.waits == 0);
+  CHECK_FALSE(met.relocked);  // updater 101 ended before a's snapshot: TM_Ok
+  // The same transaction changing the row again: its own xmax, no re-lock.
+  met = locks.change_row(a, PgbenchTable::kBranches, 0, Xid{102}, change, unseen);
+  CHECK_FALSE(met.relocked);
+  locks.end_transaction(a);
+  CHECK(relocks == std::vector<bool>{false, true, false, false});
 }
 
 // READ COMMITTED's TM_Updated without a wait (core/cell/row_locks.h): an UPDATE whose row's last

@@ -70,13 +70,20 @@
 //     queues on the new version's), here per row. The transaction lock is taken at the
 //     client's first row lock, not at its xid assignment, so transactions that lock no teller
 //     or branch row pay nothing for it.
+//   - Only UPDATEs re-lock without a wait: savepoints' rows are only ever locked FOR UPDATE, and
+//     an ended locker's xmax (lock-only) gives TM_Ok (the caller's visible() says so).
+//   - On real threads the snapshot's list of running xids is a copy made under ProcArrayLock and
+//     searched under the page's content lock (PostgreSQL copies its xip array too, and
+//     XidInMVCCSnapshot searches it); cells with row locks and a ProcArray model pay that,
+//     others do not (the simulator does not price this client-local memory).
 //   - The re-lock without a wait needs the statement's snapshot: with clog.procarray "off" no
 //     snapshot is modelled, every ended updater counts as visible, and the Heap/LOCK is written
 //     only after a wait. With snapshots, the window in which an updater can end unseen is
 //     nearly closed: the executor's work between the UPDATE's snapshot and the row
 //     (ExecutorStart, the index scan) is spent in the statement's overhead before the snapshot
-//     (wal_cell.h statement()), so such re-locks are rare here (0-3% as many as the waits in
-//     configs/sim-row-locks-vm.json's cells): one reason the model writes fewer Heap/LOCKs
+//     (wal_cell.h statement()), so such re-locks are rare here (at most 5% as many as the
+//     waits in configs/sim-row-locks-vm.json's cells) unless clients queue between the two
+//     (on the row's page lock): one reason the model writes fewer Heap/LOCKs
 //     than PostgreSQL 15 at scale 1 (README "Row locks").
 //   - After a wait the Heap/LOCK and the update are made under one hold of the content lock;
 //     PostgreSQL releases it between heap_lock_tuple and heap_update.

@@ -855,7 +855,7 @@ class WalCell final : public CellRun {
       }
       table_record(t, kRmHeap, kInfoHeapHotUpdate, kHeapHotUpdateSize, t.xid, image);
     };
-    change_row(t, table, change);
+    change_row(t, table, /*after_updates=*/true, change);
   }
 
   // A change of a pgbench row under the row locks: change(relock) runs under its page's content
@@ -863,12 +863,16 @@ class WalCell final : public CellRun {
   // change that waited at least once is counted (one Heap/LOCK in tpcb_like however many
   // waits), and one that re-locked without a wait (TM_Updated against the statement's last
   // snapshot; none without a ProcArray model, which takes no snapshots) is counted apart.
+  // `after_updates`: the row's earlier xmax are updaters (tpcb_like's UPDATEs), whose ended
+  // transaction an older snapshot does not see (TM_Updated); false where every earlier xmax is
+  // a lock only (savepoints' FOR UPDATE: an ended locker's xmax is HEAP_XMAX_LOCK_ONLY, and
+  // heap_lock_tuple returns TM_Ok whatever the snapshot).
   template <class Change>
-  void change_row(Txn& t, PgbenchTable table, Change&& change) {
+  void change_row(Txn& t, PgbenchTable table, bool after_updates, Change&& change) {
     if (!row_locks_ || table == PgbenchTable::kAccounts) return change(false);
     const uint64_t row = t.me.next_random() % row_locks_->rows(table);
     const auto visible = [&](Xid updater) {
-      return !proc_array_ || proc_array_->xid_visible(t.me, updater);
+      return !after_updates || !proc_array_ || proc_array_->xid_visible(t.me, updater);
     };
     const auto met = row_locks_->change_row(t.me, table, row, t.xid, change, visible);
     if (met.waits != 0) t.pc.row_waits.fetch_add(1, std::memory_order_relaxed);
@@ -880,7 +884,7 @@ class WalCell final : public CellRun {
   // (core/cell/row_locks.h DEPARTURES).
   template <class Lock>
   void lock_row(Txn& t, PgbenchTable table, Lock&& lock) {
-    change_row(t, table, [&](bool) { lock(); });
+    change_row(t, table, /*after_updates=*/false, [&](bool) { lock(); });
   }
 
   // A modification of a page of `table`: the bytes its full-page image adds to the record, or
