@@ -276,19 +276,33 @@ TEST_CASE("dense snapshots: subtransactions advertise their cache state; a clear
   CHECK(old.subxid_status_slot(me) == nullptr);
 }
 
+namespace {
+
+// A ProcArray (exclusive clears) that keeps its clients' snapshots, with an xid generator.
+struct KeptSnapshots {
+  KeptSnapshots(uint32_t clients, uint64_t seed, SnapshotForm form)
+      : procs(clients, seed), pa(procs, clients, ProcArrayMode::kExclusive, form), gen(procs) {
+    pa.keep_snapshots();
+  }
+  Proc<P>& client(uint32_t c) { return procs[static_cast<int32_t>(c)]; }
+  Xid assign(uint32_t c) { return gen.assign(client(c), nullptr, false, &pa.xid_slot(client(c))); }
+  ProcTable<P> procs;
+  ProcArray<P> pa;
+  XidGen<P> gen;
+};
+
+}  // namespace
+
 TEST_CASE("kept snapshots: xid_visible answers as XidInMVCCSnapshot would, in both forms", "[clog][procarray]") {
   // READ COMMITTED's TM_Updated (core/cell/row_locks.h) asks whether a row's last updater, ended
   // by now, committed before the statement's snapshot: below the snapshot's xmax and not among
   // the xids it found running.
   for (const SnapshotForm form : {SnapshotForm::kPgxact, SnapshotForm::kDense}) {
     INFO((form == SnapshotForm::kDense ? "dense" : "pgxact"));
-    constexpr uint32_t kClients = 4;
-    ProcTable<P> procs(kClients, 5);
-    ProcArray<P> pa(procs, kClients, ProcArrayMode::kExclusive, form);
-    pa.keep_snapshots();
-    XidGen<P> gen(procs);
-    auto client = [&](uint32_t c) -> Proc<P>& { return procs[static_cast<int32_t>(c)]; };
-    auto assign = [&](uint32_t c) { return gen.assign(client(c), nullptr, false, &pa.xid_slot(client(c))); };
+    KeptSnapshots k(4, 5, form);
+    ProcArray<P>& pa = k.pa;
+    auto client = [&](uint32_t c) -> Proc<P>& { return k.client(c); };
+    auto assign = [&](uint32_t c) { return k.assign(c); };
     Proc<P>& reader = client(3);
     const Xid a = assign(0), b = assign(1), d = assign(2);
     CHECK(pa.xid_visible(reader, a));  // no snapshot taken yet: nothing hides it
@@ -336,14 +350,11 @@ TEST_CASE("kept snapshots over several lines: the list is exactly the xids count
     INFO((form == SnapshotForm::kDense ? "dense" : "pgxact"));
     constexpr uint32_t kClients = 40;
     constexpr uint32_t kReader = 17;
-    ProcTable<P> procs(kClients, 9);
-    ProcArray<P> pa(procs, kClients, ProcArrayMode::kExclusive, form);
-    pa.keep_snapshots();
-    XidGen<P> gen(procs);
-    auto client = [&](uint32_t c) -> Proc<P>& { return procs[static_cast<int32_t>(c)]; };
+    KeptSnapshots k(kClients, 9, form);
+    ProcArray<P>& pa = k.pa;
+    auto client = [&](uint32_t c) -> Proc<P>& { return k.client(c); };
     std::vector<Xid> xid(kClients);
-    for (uint32_t c = 0; c < kClients; ++c)
-      xid[c] = gen.assign(client(c), nullptr, false, &pa.xid_slot(client(c)));
+    for (uint32_t c = 0; c < kClients; ++c) xid[c] = k.assign(c);
     // End every third client's transaction and all of 30-33 (gaps and a stretch that crosses
     // nothing), but keep the last one running so that xmax stays above most running xids.
     std::vector<bool> ended(kClients, false);
