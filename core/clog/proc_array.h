@@ -87,11 +87,10 @@
 //                                 with the xid.
 //   status_flags_[c]              "dense" (ProcGlobal->statusFlags): always 0 here (no vacuum, no
 //                                 logical decoding); read by the scan for each running xid.
-//   kept_[c]                      client-local (keep_snapshots(): the last snapshot's xmax and
-//                                 running xids, for xid_visible; not priced, as a backend's own
-//                                 snapshot memory is not shared).
-//   last_[c]                      client-local (the backend's static snapshot and the completion
-//                                 count it saw), on its own line.
+//   last_[c]                      client-local (the backend's static snapshot: its xmax, the
+//                                 completion count it saw, and with keep_snapshots() its running
+//                                 xids for xid_visible), on its own line; not priced, as a
+//                                 backend's own snapshot memory is not shared.
 //   Proc::nsubxids, subxids_overflowed   cleared with xid under the exclusive lock.
 //   group_first_                  procArrayGroupFirst: P::Atomic, pushed by CAS, detached by
 //                                 the leader's exchange while it holds the exclusive lock.
@@ -236,10 +235,11 @@ class ProcArray {
   // transaction's, ended) committed before that snapshot was taken. True when no snapshot was
   // kept (keep_snapshots not called, or none taken yet).
   bool xid_visible(const Proc<P>& me, Xid xid) const {
-    const KeptSnapshot& k = kept_[me.id.value];
-    if (!k.taken) return true;
-    if (xid.value >= k.xmax.value) return false;
-    return std::find(k.running.begin(), k.running.end(), xid.value) == k.running.end();
+    if (!keep_snapshots_) return true;
+    const LastSnapshot& last = last_[me.id.value];
+    if (last.info.xmax == kInvalidXid) return true;
+    if (xid.value >= last.info.xmax.value) return false;
+    return std::find(last.running.begin(), last.running.end(), xid.value) == last.running.end();
   }
 
   // GetSnapshotData: the running xids of every other client, under the shared lock.
@@ -248,22 +248,23 @@ class ProcArray {
     PerClientCounters& pc = counters_[me.id.value];
     ++pc.snapshots;
     SnapshotInfo s;
-    KeptSnapshot* kept = keep_snapshots_ ? &kept_[me.id.value] : nullptr;
-    if (form_ == SnapshotForm::kPgxact) {
+    LastSnapshot& last = last_[me.id.value];
+    std::vector<uint32_t>* kept = keep_snapshots_ ? &last.running : nullptr;
+    if (form_ == SnapshotForm::kPgxact) {  // never reused: completions stay 0
       s.xmax = Xid{latest_completed_.get() + 1};
-      if (kept) kept->start(s.xmax);
+      if (kept) kept->clear();
       for (uint32_t c = 0; c < clients_; ++c) {
         if (c == me.id.value) continue;
         const uint32_t x = pgxact_[c].xid.load();
         if (x != 0 && x < s.xmax.value) {
           ++s.running;
-          if (kept) kept->running.push_back(x);
+          if (kept) kept->push_back(x);
         }
       }
+      last.info = s;
       lock_.release(me);
       return s;
     }
-    LastSnapshot& last = last_[me.id.value];
     const uint64_t completions = xact_completion_count_.get();
     if (last.completions != 0 && completions == last.completions) {  // GetSnapshotDataReuse
       ++pc.reused;
@@ -271,12 +272,13 @@ class ProcArray {
                           scan_dense(me, last.info.xmax, nullptr) != last.info.running))
         reuse_mismatches.fetch_add(1);  // A5, test hook
       lock_.release(me);
-      return last.info;  // kept_ still holds the list of the scan that made it
+      return last.info;  // last.running still holds the list of the scan that made it
     }
     s.xmax = Xid{latest_completed_.get() + 1};
-    if (kept) kept->start(s.xmax);
+    if (kept) kept->clear();
     s.running = scan_dense(me, s.xmax, kept);
-    last = {completions, s};
+    last.completions = completions;
+    last.info = s;
     lock_.release(me);
     return s;
   }
@@ -426,8 +428,7 @@ class ProcArray {
   // entries on it as hits), then the flags and subxid states of each stretch of consecutive
   // running entries as runs of their own: the same lines and the same number of reads as the
   // loop, in the order line by line rather than entry by entry.
-  struct KeptSnapshot;
-  uint32_t scan_dense(Proc<P>& me, Xid xmax, KeptSnapshot* kept) {
+  uint32_t scan_dense(Proc<P>& me, Xid xmax, std::vector<uint32_t>* kept) {
     using XidSlot = PlainWord<P, uint32_t>;
     constexpr uint32_t kXidsPerLine = 64 / sizeof(XidSlot);
     static_assert(64 % sizeof(XidSlot) == 0 && sizeof(XidSlot) == sizeof(uint32_t));
@@ -454,7 +455,7 @@ class ProcArray {
         P::read_run(&subxid_states_[first], sizeof(subxid_states_[0]), end - i,
                     [&](size_t k) { (void)subxid_states_[first + k].load(); });
         running += end - i;
-        if (kept) kept->running.insert(kept->running.end(), x + i, x + end);
+        if (kept) kept->insert(kept->end(), x + i, x + end);
         i = end;
       }
     }
@@ -492,10 +493,13 @@ class ProcArray {
     size_t n_;
   };
 
-  // The backend's last snapshot ("dense"), client-local: snapXactCompletionCount (0: none yet).
+  // The backend's last snapshot, client-local: snapXactCompletionCount ("dense"; 0: none to
+  // reuse), what the snapshot returned (xmax kInvalidXid: none taken yet) and, with
+  // keep_snapshots(), the running xids it listed (XidInMVCCSnapshot's xip).
   struct alignas(64) LastSnapshot {
     uint64_t completions = 0;
     SnapshotInfo info;
+    std::vector<uint32_t> running;
   };
 
   ProcTable<P>& procs_;
@@ -515,19 +519,7 @@ class ProcArray {
   AlignedArray<typename P::template Shared<uint8_t>> status_flags_ =
       make_aligned_array<typename P::template Shared<uint8_t>>(procs_.size());
   std::vector<LastSnapshot> last_ = std::vector<LastSnapshot>(procs_.size());
-  // keep_snapshots(): each client's last snapshot as XidInMVCCSnapshot needs it (client-local).
-  struct alignas(64) KeptSnapshot {
-    void start(Xid snapshot_xmax) {
-      taken = true;
-      xmax = snapshot_xmax;
-      running.clear();
-    }
-    bool taken = false;
-    Xid xmax = kInvalidXid;
-    std::vector<uint32_t> running;
-  };
   bool keep_snapshots_ = false;
-  std::vector<KeptSnapshot> kept_ = std::vector<KeptSnapshot>(procs_.size());
 };
 
 }  // namespace walbench
