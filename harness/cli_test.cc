@@ -9,6 +9,7 @@
 #include <string>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "tests/temp_dir.h"
 
@@ -175,6 +176,45 @@ TEST_CASE("walbench run: default output file, exit code 0, report reads it", "[c
   const Result rep = walbench("report '" + result + "'", dir);
   CHECK(rep.rc == 0);
   CHECK(rep.out.find("ideal") != std::string::npos);
+}
+
+TEST_CASE("walbench run --top-lines: the hottest lines, named, and the same numbers", "[cli]") {
+  TempDir dir;
+  dir.write("sim.json", R"({"strategy": "insert_locks", "platform": {"kind": "sim", "cores": 4},
+      "workload": {"name": "emit_message", "transactional": true},
+      "clog": {"procarray": "group_clear", "snapshot": "dense"},
+      "run": {"duration_s": 0.002, "warmup_s": 0.001, "progress_interval_s": 0},
+      "matrix": {"clients": [8]}})");
+  const Result plain = walbench("run sim.json -q -o plain.json", dir);
+  const Result hot = walbench("run sim.json -q --top-lines 4 -o hot.json", dir);
+  INFO("stderr: " << plain.err << hot.err);
+  REQUIRE(plain.rc == 0);
+  REQUIRE(hot.rc == 0);
+  const auto rep = [&](const char* file) {
+    return nlohmann::json::parse(slurp(dir.path / file))["cells"][0]["repetitions"][0];
+  };
+  const nlohmann::json a = rep("plain.json"), b = rep("hot.json");
+  CHECK(a["tps"] == b["tps"]);
+  CHECK(a["platform"]["sim"] == b["platform"]["sim"]);
+  CHECK(!a["platform"].contains("top_lines"));
+  const nlohmann::json& lines = b["platform"]["top_lines"];
+  REQUIRE(lines.is_array());
+  REQUIRE(lines.size() == 4);
+  bool named_lock = false;
+  for (const auto& l : lines) {
+    CHECK(l["line"].get<std::string>().rfind("0x", 0) == 0);
+    CHECK(l.contains("wait_us_per_txn"));
+    CHECK(l["load_misses"].get<uint64_t>() <= l["loads"].get<uint64_t>());
+    if (l["names"].is_string() && l["names"].get<std::string>().find("LWLock:") != std::string::npos)
+      named_lock = true;
+  }
+  CHECK(named_lock);
+  CHECK(lines[0]["wait_ms"].get<double>() >= lines[1]["wait_ms"].get<double>());
+  // Only simulated cells have lines to count.
+  dir.write("threads.json", R"({"strategy": "ideal", "workload": {"transactional": false},
+      "run": {"duration_s": 0.05, "warmup_s": 0, "progress_interval_s": 0, "watchdog_s": 5}})");
+  check_bad_input(walbench("run threads.json --top-lines 3 -o t.json", dir));
+  check_bad_input(walbench("run sim.json --top-lines 0 -o z.json", dir));
 }
 
 }  // namespace walbench

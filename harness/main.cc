@@ -29,6 +29,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/platform/line_names.h"
 #include "harness/calibrate.h"
 #include "harness/calibrate_hot_path.h"
 #include "harness/config.h"
@@ -180,12 +181,21 @@ int run_command(const std::vector<std::string>& paths, const std::vector<std::st
                 std::string output, bool force, bool quiet, unsigned jobs,
                 const std::optional<std::string>& shard_text,
                 const std::optional<TraceOptions>& trace = std::nullopt,
-                const std::optional<size_t>& trace_cell = std::nullopt) {
+                const std::optional<size_t>& trace_cell = std::nullopt, uint32_t top_lines = 0) {
   const std::optional<Shard> sharded =
       shard_text ? std::optional<Shard>(parse_shard(*shard_text)) : std::nullopt;
   if (sharded && trace) throw UsageError("run: --trace and --shard do not go together");
   LoadedConfigs loaded = load_configs(paths, sets);  // everything validated up front
   select_traced_cell(loaded, trace, trace_cell);
+  if (top_lines > 0) {
+    const bool any_sim = std::any_of(loaded.cells.begin(), loaded.cells.end(),
+                                     [](const CellSpec& c) { return c.platform.kind == "sim"; });
+    if (!any_sim)
+      throw UsageError("run: --top-lines reports the simulator's cache lines, and no cell of this "
+                       "matrix runs on the simulated platform (platform.kind \"sim\")");
+    line_names::enable();  // the locks built from now on name their lines
+    for (CellSpec& c : loaded.cells) c.top_lines = top_lines;
+  }
   nlohmann::json shard;
   if (sharded) {
     const Shard& s = *sharded;
@@ -285,6 +295,15 @@ int real_main(int argc, char** argv) {
                   "validate` counts and the result file records); required when the matrix has "
                   "more than one cell")
       ->type_name("INDEX");
+  uint32_t run_top_lines = 0;
+  CLI::Option* run_top_lines_option = run->add_option("--top-lines", run_top_lines,
+                  "simulated cells: record in each repetition's platform.top_lines the N cache "
+                  "lines whose accesses waited longest in the timed window, named by the locks "
+                  "on them (LWLock:ProcArrayLock, Spinlock:insertpos_lck, ...), with their wait "
+                  "(ms, us per transaction), loads, load misses, RMWs and stores; every number "
+                  "the cell measures stays the same (harness/RESULTS.md \"Hot lines\")")
+      ->check(CLI::Range(1u, 1000u))
+      ->type_name("N");
   run->footer(
       "Example: walbench run configs/quick.json --set run.repetitions=3 -o quick3.json\n"
       "Trace: walbench run configs/sim-insert-locks-fsync-off.json --trace-cell 40 --trace-window 0.01\n"
@@ -597,6 +616,9 @@ int real_main(int argc, char** argv) {
   if (*run && !run_resume.empty()) {
     if (run_trace_option->count())
       return fail("run: --trace does not go with --resume (trace one cell of a config instead)");
+    if (run_top_lines_option->count())
+      return fail("run: --top-lines does not go with --resume (the resumed file's cells did not "
+                  "record their lines; run the config again with it)");
     if (!run_configs.empty() || !run_sets.empty() || run_shard_option->count())
       return fail("run: --resume takes the config (and the shard) from RESULT; give no CONFIG, "
                   "--set or --shard (see walbench run --help)");
@@ -612,7 +634,8 @@ int real_main(int argc, char** argv) {
                        run_trace_option->count() ? std::optional<TraceOptions>(run_trace)
                                                  : std::nullopt,
                        run_trace_cell_option->count() ? std::optional<size_t>(run_trace_cell)
-                                                      : std::nullopt);
+                                                      : std::nullopt,
+                       run_top_lines);
   if (*merge) return merge_command(mo, std::cout, std::cerr);
   if (*rerun) return rerun_command(rr, std::cout, std::cerr);
   if (*list) {

@@ -177,6 +177,10 @@ struct CellSpec {
   // the config has no matrix "variants". Its values are already applied to the blocks above;
   // this records which paths the label stands for (reports leave them out of a table's key).
   nlohmann::json variant_set = nlohmann::json::object();
+  // `walbench run --top-lines N` (simulated cells): record the N cache lines whose accesses
+  // waited longest in each repetition's platform.top_lines (sim.h "LINE STATISTICS"). Not part
+  // of the setup: no result file records it in a cell, and it changes no number the cell measures.
+  uint32_t top_lines = 0;
 };
 
 }  // namespace walbench

@@ -388,6 +388,8 @@ class WalCell final : public CellRun {
         ~ForgetLinks() { links = nullptr; }
       } forget_links{driver_links_};
       Simulation sim(cfg, seed_);
+      if (spec_.top_lines > 0) sim.keep_line_stats();
+      std::vector<Simulation::LineReport> lines_at_open, lines_at_close;
       measuring_flag_.store(&ctl.measuring, std::memory_order_release);
       for (uint32_t i = 0; i < n; ++i)
         sim.spawn([this, &ctl, i] { client_main(i, ctl); }, "client " + std::to_string(i));
@@ -417,6 +419,7 @@ class WalCell final : public CellRun {
         snapshot(out.txns0, out.bytes0);
         out.model_at_open = model_stats();
         sim_at_open = sim.counters();
+        if (spec_.top_lines > 0) lines_at_open = sim.line_stats();
         ctl.measuring.store(true, std::memory_order_relaxed);
       });
       // pg_stat_activity-like sampling: 500 samples spread over the timed window.
@@ -443,6 +446,7 @@ class WalCell final : public CellRun {
         snapshot(out.txns1, out.bytes1);
         out.model_at_close = model_stats();
         sim_at_close = sim.counters();
+        if (spec_.top_lines > 0) lines_at_close = sim.line_stats();
         ctl.measuring.store(false, std::memory_order_relaxed);
         ctl.stop.store(true, std::memory_order_relaxed);
         writer_stop_.store(true, std::memory_order_relaxed);
@@ -462,6 +466,12 @@ class WalCell final : public CellRun {
           {"sim", out.measured ? counter_delta(sim_at_close.to_json(), sim_at_open.to_json())
                                : nlohmann::json(nullptr)},
           {"virtual_time_s", static_cast<double>(o.now_ns) / 1e9}};
+      if (spec_.top_lines > 0 && out.measured) {
+        uint64_t txns = 0;
+        for (uint32_t i = 0; i < n; ++i) txns += out.txns1[i] - out.txns0[i];
+        out.platform_stats["top_lines"] =
+            Simulation::top_lines_json(lines_at_open, lines_at_close, spec_.top_lines, txns);
+      }
     } else {
       (void)ctl;
       (void)rs;

@@ -178,6 +178,7 @@
 #include <source_location>
 
 #include "core/locks/spinlock.h"
+#include "core/platform/line_names.h"
 #include "core/proc.h"
 
 namespace walbench {
@@ -229,6 +230,10 @@ class LWLock {
   LWLock(ProcTable<P>* procs, WaitEvent tranche, SpinDelayParams spin = {})
       : procs_(procs), tranche_(tranche), spin_(spin) {
     WALBENCH_LOCK_CHECK(procs != nullptr, "I3", "an LWLock needs the ProcTable of its clients");
+    if constexpr (runs_in_virtual_time<P>()) line_names::add(this, sizeof(*this), wait_event_name(tranche));
+  }
+  ~LWLock() {
+    if constexpr (runs_in_virtual_time<P>()) line_names::remove(this);
   }
   LWLock(const LWLock&) = delete;
   LWLock& operator=(const LWLock&) = delete;

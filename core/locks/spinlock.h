@@ -82,6 +82,7 @@
 #include <memory>
 #include <source_location>
 
+#include "core/platform/line_names.h"
 #include "core/proc.h"
 
 namespace walbench {
@@ -240,7 +241,12 @@ template <class P>
 class SpinLock {
  public:
   explicit SpinLock(WaitEvent tranche, SpinDelayParams params = {})
-      : tranche_(tranche), params_(params) {}
+      : tranche_(tranche), params_(params) {
+    if constexpr (runs_in_virtual_time<P>()) line_names::add(this, sizeof(*this), wait_event_name(tranche));
+  }
+  ~SpinLock() {
+    if constexpr (runs_in_virtual_time<P>()) line_names::remove(this);
+  }
   SpinLock(const SpinLock&) = delete;
   SpinLock& operator=(const SpinLock&) = delete;
 

@@ -688,6 +688,35 @@ class Simulation {
   uint64_t now_ns() const;
   const SimConfig& config() const { return cfg_; }
   const SimCounters& counters() const { return counters_; }
+
+  // LINE STATISTICS (`walbench run --top-lines`): per cache line, the accesses executed on it
+  // and its share of SimCounters::line_wait_ns (every wait is charged to the line it was for;
+  // the shares add up to the counter). Off until keep_line_stats(), called before run(): a run's
+  // timing is the same either way, the bookkeeping only adds host time. Loads counted are
+  // executed ones (streamed loads of P::read_run included, a parked spinner's replayed loads
+  // not: SimCounters::replayed_loads); stores are seq_cst and buffered (release) ones alike.
+  struct LineStats {
+    uint64_t wait_ns = 0;
+    uint64_t loads = 0;
+    uint64_t load_misses = 0;  // loads that found no valid copy in their core
+    uint64_t rmws = 0;         // exchange, fetch_*, compare_exchange (failed ones included)
+    uint64_t stores = 0;
+  };
+  struct LineReport {
+    uintptr_t address;  // the line's first byte
+    LineStats stats;
+  };
+  void keep_line_stats() { line_stats_on_ = true; }
+  // Every line accessed since keep_line_stats(), in no particular order.
+  std::vector<LineReport> line_stats() const;
+  // The `top` lines that waited longest between two line_stats() snapshots of one simulation
+  // (then most RMWs, most loads), as the result file's platform.top_lines
+  // (harness/RESULTS.md): each line's address, the names of the locks on it
+  // (core/platform/line_names.h; null when none registered), its wait in ms and in us per
+  // transaction (txns: the window's; 0 leaves that out) and its access counts.
+  static nlohmann::json top_lines_json(const std::vector<LineReport>& at_open,
+                                       const std::vector<LineReport>& at_close, size_t top,
+                                       uint64_t txns);
   uint64_t seed() const { return seed_; }
   size_t num_fibers() const { return fibers_.size(); }
   const std::string& fiber_name(size_t i) const;
@@ -850,7 +879,7 @@ class Simulation {
   Distance write_distance(uint32_t line, uint32_t core) const;
   uint64_t ns(Distance d) const;
   void count(Distance d);
-  uint64_t served_at_line(uint64_t arrival, uint64_t busy_until, Distance from);
+  uint64_t served_at_line(uint32_t id, uint64_t arrival, uint64_t busy_until, Distance from);
   // When a miss's request leaves its core (COST MODEL "Misses", request_at_issue): at issue, or
   // once the line is free.
   uint64_t request_start(uint64_t issue, uint64_t busy_until) const {
@@ -922,6 +951,17 @@ class Simulation {
   std::vector<std::pair<const void*, uint64_t>> inode_free_;  // file -> its i_rwsem is free at
 
   std::vector<Line> lines_;
+  bool line_stats_on_ = false;
+  std::vector<LineStats> line_stats_;  // by line id, with line_stats_on_ only
+  LineStats* line_stat(uint32_t id) {
+    if (!line_stats_on_) return nullptr;
+    if (line_stats_.size() <= id) line_stats_.resize(lines_.size());
+    return &line_stats_[id];
+  }
+  void add_line_wait(uint32_t id, uint64_t ns) {
+    counters_.line_wait_ns += ns;
+    if (LineStats* s = line_stat(id)) s->wait_ns += ns;
+  }
   std::vector<uint64_t> holders_;  // lines_.size() * words_
   struct LineMap;
   std::unique_ptr<LineMap> line_map_;

@@ -151,6 +151,12 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
   ++counters_.shared_ops;
   uint64_t* bits = &holders_[size_t{id} * words_];
   const uint64_t mine = uint64_t{1} << (c % 64);
+  if (LineStats* s = line_stat(id)) {
+    if (k == Access::kRead) ++s->loads;
+    else if (k == Access::kRmw) ++s->rmws;
+    else ++s->stores;
+    if (k == Access::kRead && !(bits[c / 64] & mine)) ++s->load_misses;
+  }
   if (k == Access::kRead) {
     last_start_ = t;
     if (bits[c / 64] & mine) {
@@ -163,14 +169,14 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
     // first. The line may have been written meanwhile (lines_ and holders_ may also have grown:
     // no references across the yield): then the request waits for that write too.
     const uint64_t start = request_start(t, l.busy_until);
-    counters_.line_wait_ns += start - t;
+    add_line_wait(id, start - t);
     f.clock = start + ns(read_distance(id, c)) / 2;
     sync(f);
     if (await_snoop(f, id, /*ownership=*/false)) return id;
     // Preempted at the arrival, the fiber may have moved (to a core that holds the line).
     const bool holds = holders_[size_t{id} * words_ + f.core / 64] >> (f.core % 64) & 1;
     const Distance from = holds ? Distance::kHit : read_distance(id, f.core);
-    f.clock = served_at_line(f.clock, lines_[id].busy_until, from);
+    f.clock = served_at_line(id, f.clock, lines_[id].busy_until, from);
     lines_[id].owner = -1;  // the owner keeps a shared copy
     holders_[size_t{id} * words_ + f.core / 64] |= uint64_t{1} << (f.core % 64);
     return id;
@@ -190,7 +196,7 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
     return id;
   }
   if (at_issue == Distance::kHit) {  // owned, or an unshared copy upgraded: no request leaves
-    counters_.line_wait_ns += start - t;
+    add_line_wait(id, start - t);
     count(at_issue);
     last_start_ = start;
     f.clock = start + ns(at_issue) + extra;
@@ -200,13 +206,13 @@ uint32_t Simulation::access(Fiber& f, const void* p, Access k) {
   // A miss (COST MODEL "Misses"): ordered when its request reaches the line, like a load's:
   // whatever reached the line first (a load, another RMW) is served first.
   const uint64_t leaves = request_start(t, l.busy_until);
-  counters_.line_wait_ns += leaves - t;  // with request_at_issue the wait is at the line
+  add_line_wait(id, leaves - t);  // with request_at_issue the wait is at the line
   f.clock = leaves + ns(at_issue) / 2;
   sync(f);
   if (await_snoop(f, id, /*ownership=*/true, extra)) return id;
   const Distance from = write_distance(id, f.core);  // preempted at the arrival: may have moved
   last_start_ = std::max(f.clock, lines_[id].busy_until);
-  f.clock = served_at_line(f.clock, lines_[id].busy_until, from) + extra;
+  f.clock = served_at_line(id, f.clock, lines_[id].busy_until, from) + extra;
   take_ownership(id, f.core, f.clock);
   return id;
 }
@@ -224,6 +230,7 @@ void Simulation::stream_load(Fiber& f, const void* p) {
     if (bits[c / 64] & mine) {
       ++counters_.shared_ops;
       ++counters_.line_hits;
+      if (LineStats* s = line_stat(id)) ++s->loads;
       last_start_ = f.clock;
       f.clock += cfg_.line_hit_ns;
       return;
@@ -236,9 +243,13 @@ void Simulation::stream_load(Fiber& f, const void* p) {
     const uint64_t t = f.clock;
     Line& l = lines_[id];
     ++counters_.shared_ops;
+    if (LineStats* s = line_stat(id)) {
+      ++s->loads;
+      ++s->load_misses;
+    }
     last_start_ = t;
     const uint64_t start = std::max(t, l.busy_until);
-    counters_.line_wait_ns += start - t;
+    add_line_wait(id, start - t);
     const Distance from = read_distance(id, c);
     count(from);
     oldest = start + ns(from);
@@ -249,6 +260,17 @@ void Simulation::stream_load(Fiber& f, const void* p) {
     f.clock = t + cfg_.line_hit_ns;
     return;
   }
+}
+
+std::vector<Simulation::LineReport> Simulation::line_stats() const {
+  std::vector<LineReport> out;
+  for (const auto& [key, id] : line_map_->map) {
+    if (id >= line_stats_.size()) continue;
+    const LineStats& s = line_stats_[id];
+    if (s.loads + s.rmws + s.stores + s.wait_ns == 0) continue;
+    out.push_back({static_cast<uintptr_t>(key) << sim_internal::kLineShift, s});
+  }
+  return out;
 }
 
 // snoop_linger (COST MODEL "Misses"): a miss whose request reached its line while the line is
@@ -274,7 +296,7 @@ bool Simulation::await_snoop(Fiber& f, uint32_t id, bool ownership, uint64_t ext
   const uint64_t leg = ns(ownership ? write_distance(id, f.core)
                                     : (held ? Distance::kHit : read_distance(id, f.core)));
   if (ownership) lines_[id].queue_until = free_at + leg + extra;  // when it will be done
-  counters_.line_wait_ns += free_at - f.clock;
+  add_line_wait(id, free_at - f.clock);
   // snoop_linger: the snoop leaves when the line frees and lands half the transfer later;
   // snoop_window_ns: the request waited at the line and its snoop lands that long after.
   f.clock = free_at + (window ? std::min(cfg_.snoop_window_ns, leg) : leg / 2);
@@ -285,7 +307,7 @@ bool Simulation::await_snoop(Fiber& f, uint32_t id, bool ownership, uint64_t ext
                                   : (holds ? Distance::kHit : read_distance(id, f.core));
   count(from);
   const uint64_t served = std::max(f.clock, lines_[id].busy_until);
-  counters_.line_wait_ns += served - f.clock;  // the holder's access in flight at the snoop
+  add_line_wait(id, served - f.clock);  // the holder's access in flight at the snoop
   last_start_ = served;
   // The data's leg: the rest of a whole transfer after the snoop landed.
   const uint64_t landed = window ? std::min(cfg_.snoop_window_ns, ns(from)) : ns(from) / 2;
@@ -304,10 +326,11 @@ bool Simulation::await_snoop(Fiber& f, uint32_t id, bool ownership, uint64_t ext
 // line first) serves this one when it frees, from the start: a whole transfer, as a home agent
 // that handles one transaction per line at a time would (COST MODEL "Misses"). Returns when the
 // data is back.
-uint64_t Simulation::served_at_line(uint64_t arrival, uint64_t busy_until, Distance from) {
+uint64_t Simulation::served_at_line(uint32_t id, uint64_t arrival, uint64_t busy_until,
+                                    Distance from) {
   count(from);
   if (busy_until <= arrival) return arrival + (ns(from) - ns(from) / 2);
-  counters_.line_wait_ns += busy_until - arrival;
+  add_line_wait(id, busy_until - arrival);
   return busy_until + ns(from);
 }
 

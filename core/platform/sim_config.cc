@@ -8,8 +8,10 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 
+#include "core/platform/line_names.h"
 #include "core/platform/sim.h"
 
 namespace walbench {
@@ -555,6 +557,50 @@ nlohmann::json SimCounters::to_json() const {
                         {"copy_bytes", copy_bytes},
                         {"storage_writes", storage_writes},
                         {"storage_syncs", storage_syncs}};
+}
+
+nlohmann::json Simulation::top_lines_json(const std::vector<LineReport>& at_open,
+                                          const std::vector<LineReport>& at_close, size_t top,
+                                          uint64_t txns) {
+  std::unordered_map<uintptr_t, LineStats> before;
+  for (const LineReport& r : at_open) before[r.address] = r.stats;
+  std::vector<LineReport> window;
+  for (const LineReport& r : at_close) {
+    LineStats d = r.stats;
+    if (const auto it = before.find(r.address); it != before.end()) {
+      d.wait_ns -= it->second.wait_ns;
+      d.loads -= it->second.loads;
+      d.load_misses -= it->second.load_misses;
+      d.rmws -= it->second.rmws;
+      d.stores -= it->second.stores;
+    }
+    if (d.wait_ns + d.loads + d.rmws + d.stores > 0) window.push_back({r.address, d});
+  }
+  const auto hotter = [](const LineReport& a, const LineReport& b) {
+    if (a.stats.wait_ns != b.stats.wait_ns) return a.stats.wait_ns > b.stats.wait_ns;
+    if (a.stats.rmws != b.stats.rmws) return a.stats.rmws > b.stats.rmws;
+    if (a.stats.loads != b.stats.loads) return a.stats.loads > b.stats.loads;
+    return a.address < b.address;
+  };
+  const size_t n = std::min(top, window.size());
+  std::partial_sort(window.begin(), window.begin() + static_cast<std::ptrdiff_t>(n), window.end(), hotter);
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < n; ++i) {
+    const LineReport& r = window[i];
+    std::ostringstream address;
+    address << "0x" << std::hex << r.address;
+    const std::string names = line_names::describe(r.address);
+    nlohmann::json line{{"line", address.str()},
+                        {"names", names.empty() ? nlohmann::json(nullptr) : nlohmann::json(names)},
+                        {"wait_ms", static_cast<double>(r.stats.wait_ns) / 1e6}};
+    if (txns > 0) line["wait_us_per_txn"] = static_cast<double>(r.stats.wait_ns) / 1e3 / static_cast<double>(txns);
+    line["loads"] = r.stats.loads;
+    line["load_misses"] = r.stats.load_misses;
+    line["rmws"] = r.stats.rmws;
+    line["stores"] = r.stats.stores;
+    out.push_back(std::move(line));
+  }
+  return out;
 }
 
 const char* sim_status_name(SimStatus s) {

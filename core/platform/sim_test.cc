@@ -23,6 +23,7 @@
 
 #include "core/locks/lwlock.h"
 #include "core/locks/spinlock.h"
+#include "core/platform/line_names.h"
 #include "core/proc.h"
 
 namespace walbench {
@@ -993,6 +994,94 @@ RunDigest contended_run(uint64_t seed) {
   return d;
 }
 }  // namespace
+
+// LINE STATISTICS (sim.h; `walbench run --top-lines`): every wait is charged to its line, the
+// lock's line is named by the lock, and keeping the statistics changes no virtual time.
+TEST_CASE("sim: line statistics charge each wait to its line and name the lock's line", "[sim]") {
+  constexpr int kFibers = 16, kIters = 50;
+  line_names::enable();  // process-wide; other tests' locks register too, harmlessly
+  struct Run {
+    SimOutcome out;
+    std::vector<Simulation::LineReport> lines;
+    uintptr_t lock_line = 0, counter_line = 0;
+    nlohmann::json top;
+  };
+  auto run = [&](bool keep) {
+    return on_fresh_thread([&] {
+      Run r;
+      SimConfig cfg = small_machine(4, 1, SimPlacement::kSpread);
+      ProcTable<SP> procs(kFibers, 4);
+      struct alignas(64) LockLine {
+        explicit LockLine(ProcTable<SP>* p) : v(p, kT) {}
+        LWLock<SP> v;
+      };
+      auto lock = std::make_unique<LockLine>(&procs);
+      auto counter = std::make_unique<OwnLine<SP::Shared<uint64_t>>>();
+      r.lock_line = reinterpret_cast<uintptr_t>(&lock->v) & ~uintptr_t{63};
+      r.counter_line = reinterpret_cast<uintptr_t>(&counter->v) & ~uintptr_t{63};
+      Simulation sim(cfg, 7);
+      if (keep) sim.keep_line_stats();
+      for (int i = 0; i < kFibers; ++i)
+        sim.spawn([&, i] {
+          Proc<SP>& me = procs[i];
+          for (int k = 0; k < kIters; ++k) {
+            lock->v.acquire(me, kLwExclusive);
+            counter->v.set(counter->v.get() + 1);
+            SP::work(100);
+            lock->v.release(me);
+            SP::work(200 + me.next_random() % 400);
+          }
+        }, "client " + std::to_string(i));
+      r.out = sim.run();
+      r.lines = sim.line_stats();
+      r.top = Simulation::top_lines_json({}, r.lines, 1000, kFibers * kIters);
+      return r;
+    });
+  };
+  const Run with = run(true);
+  const Run without = run(false);
+  REQUIRE(with.out.finished());
+  REQUIRE(without.out.finished());
+  // The same run either way.
+  CHECK(with.out.now_ns == without.out.now_ns);
+  CHECK(with.out.counters.to_json() == without.out.counters.to_json());
+  CHECK(without.lines.empty());
+  // Every wait lands on one line: the shares add up to the counter.
+  uint64_t waited = 0;
+  const Simulation::LineStats* lock_stats = nullptr;
+  const Simulation::LineStats* counter_stats = nullptr;
+  for (const auto& l : with.lines) {
+    waited += l.stats.wait_ns;
+    if (l.address == with.lock_line) lock_stats = &l.stats;
+    if (l.address == with.counter_line) counter_stats = &l.stats;
+  }
+  CHECK(waited == with.out.counters.line_wait_ns);
+  CHECK(waited > 0);
+  REQUIRE(lock_stats != nullptr);
+  REQUIRE(counter_stats != nullptr);
+  // Each acquisition is at least a CAS and each release a fetch_sub on the lock's line; the
+  // counter is read and written once an iteration under the lock, never RMW'd.
+  CHECK(lock_stats->rmws >= uint64_t{2} * kFibers * kIters);
+  CHECK(counter_stats->rmws == 0);
+  CHECK(counter_stats->loads == uint64_t{kFibers} * kIters);
+  CHECK(counter_stats->stores == uint64_t{kFibers} * kIters);
+  CHECK(counter_stats->load_misses <= counter_stats->loads);
+  // The hottest line is the lock's, named by it; its wait per transaction is its wait / 800.
+  REQUIRE(with.top.size() == with.lines.size());
+  CHECK(with.top[0]["names"] == "LWLock:Test");
+  CHECK(with.top[0]["wait_ms"].get<double>() == static_cast<double>(lock_stats->wait_ns) / 1e6);
+  CHECK(with.top[0]["wait_us_per_txn"].get<double>() ==
+        Approx(static_cast<double>(lock_stats->wait_ns) / 1e3 / (kFibers * kIters)));
+  CHECK(with.top[0]["rmws"] == lock_stats->rmws);
+  char counter_hex[32];
+  std::snprintf(counter_hex, sizeof counter_hex, "0x%lx", static_cast<unsigned long>(with.counter_line));
+  const auto counter_entry = std::find_if(with.top.begin(), with.top.end(),
+                                          [&](const nlohmann::json& l) { return l["line"] == counter_hex; });
+  REQUIRE(counter_entry != with.top.end());
+  CHECK((*counter_entry)["names"].is_null());  // nothing registered on the counter's line
+  // Two snapshots of one run: the window's counts are their difference.
+  CHECK(Simulation::top_lines_json(with.lines, with.lines, 5, 1).empty());
+}
 
 TEST_CASE("sim: same seed, same numbers; another seed, other numbers", "[sim]") {
   const RunDigest a = on_fresh_thread([] { return contended_run(42); });
