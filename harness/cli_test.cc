@@ -184,7 +184,7 @@ TEST_CASE("walbench run --top-lines: the hottest lines, named, and the same numb
       "workload": {"name": "emit_message", "transactional": true},
       "clog": {"procarray": "group_clear", "snapshot": "dense"},
       "run": {"duration_s": 0.002, "warmup_s": 0.001, "progress_interval_s": 0},
-      "matrix": {"clients": [8]}})");
+      "matrix": {"clients": [8, 4]}})");
   const Result plain = walbench("run sim.json -q -o plain.json", dir);
   const Result hot = walbench("run sim.json -q --top-lines 4 -o hot.json", dir);
   INFO("stderr: " << plain.err << hot.err);
@@ -210,6 +210,23 @@ TEST_CASE("walbench run --top-lines: the hottest lines, named, and the same numb
   }
   CHECK(named_lock);
   CHECK(lines[0]["wait_ms"].get<double>() >= lines[1]["wait_ms"].get<double>());
+  CHECK(nlohmann::json::parse(slurp(dir.path / "hot.json"))["context"]["top_lines"] == 4);
+  // --resume applies the recorded option to the cells it runs: cell 1 made interrupted.
+  nlohmann::json part = nlohmann::json::parse(slurp(dir.path / "hot.json"));
+  nlohmann::json& cut = part["cells"][1];
+  cut["interrupted"] = true;
+  cut["ok"] = false;
+  cut["error"] = "interrupted by SIGINT";
+  cut["repetitions"] = nlohmann::json::array();
+  cut["summary"] = nullptr;
+  cut["warnings"] = nlohmann::json::array();
+  dir.write("part.json", part.dump());
+  const Result resumed = walbench("run --resume part.json -q", dir);
+  INFO("resume stderr: " << resumed.err);
+  REQUIRE(resumed.rc == 0);
+  const nlohmann::json done = nlohmann::json::parse(slurp(dir.path / "part.json"));
+  CHECK(done["cells"][1]["repetitions"][0]["platform"]["top_lines"].size() == 4);
+  check_bad_input(walbench("run --resume part.json --top-lines 2", dir));
   // Only simulated cells have lines to count.
   dir.write("threads.json", R"({"strategy": "ideal", "workload": {"transactional": false},
       "run": {"duration_s": 0.05, "warmup_s": 0, "progress_interval_s": 0, "watchdog_s": 5}})");

@@ -220,6 +220,7 @@ int run_command(const std::vector<std::string>& paths, const std::vector<std::st
   opts.jobs = jobs;
   opts.shard = shard;
   opts.trace = trace;
+  opts.top_lines = top_lines;
   std::cerr << stale_binary_warning();
   if (!quiet)
     std::cerr << absl::StrFormat("walbench: %d cell%s%s from %s -> %s\n", loaded.cells.size(),
@@ -617,8 +618,8 @@ int real_main(int argc, char** argv) {
     if (run_trace_option->count())
       return fail("run: --trace does not go with --resume (trace one cell of a config instead)");
     if (run_top_lines_option->count())
-      return fail("run: --top-lines does not go with --resume (the resumed file's cells did not "
-                  "record their lines; run the config again with it)");
+      return fail("run: --resume takes --top-lines from RESULT (its context.top_lines, set when "
+                  "the run had the option); give no --top-lines (see walbench run --help)");
     if (!run_configs.empty() || !run_sets.empty() || run_shard_option->count())
       return fail("run: --resume takes the config (and the shard) from RESULT; give no CONFIG, "
                   "--set or --shard (see walbench run --help)");

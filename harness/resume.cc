@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "absl/strings/str_format.h"
+#include "core/platform/line_names.h"
 #include "harness/cell_json.h"
 #include "harness/config.h"
 #include "harness/provenance.h"
@@ -251,6 +252,11 @@ int resume_command(const ResumeOptions& o, std::ostream& out, std::ostream& err)
                        {"cells", to_run}};
   opts.finished_cells = std::move(finished_by_position);
   if (ctx.contains("shard")) opts.shard = ctx["shard"];
+  opts.top_lines = ctx.value("top_lines", 0u);  // run --top-lines: the same for the cells run now
+  if (opts.top_lines > 0) {
+    line_names::enable();
+    for (CellSpec& c : cells) c.top_lines = opts.top_lines;
+  }
   opts.quiet = o.quiet;
   opts.jobs = o.jobs;
   err << stale_binary_warning();

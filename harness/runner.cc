@@ -208,6 +208,7 @@ ojson result_context(const std::vector<CellSpec>& cells, const RunOptions& opts)
     ctx["trace"] = {{"file", opts.trace->path},
                     {"window_s", opts.trace->window_s},
                     {"cell", cells.empty() ? ojson(nullptr) : ojson(cells.front().index)}};
+  if (opts.top_lines > 0) ctx["top_lines"] = opts.top_lines;
   ctx["config"] = ojson(opts.config);
   return ctx;
 }

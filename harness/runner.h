@@ -78,6 +78,9 @@ struct RunOptions {
   // `run --trace`: the lock-wait trace of the first repetition of the first cell (main.cc
   // leaves one cell); nullopt: no trace.
   std::optional<TraceOptions> trace;
+  // `run --top-lines N` (0: off): recorded as context.top_lines, so that --resume applies it
+  // to the cells it runs (the cells carry it in CellSpec::top_lines).
+  uint32_t top_lines = 0;
 };
 
 // How the runner finds a cell's model factory. The default looks the strategy up in the

@@ -106,6 +106,7 @@
 
 #include "core/counter.h"
 #include "core/locks/lwlock.h"
+#include "core/platform/line_names.h"
 #include "core/platform/platform.h"
 #include "core/proc.h"
 #include "core/wal/types.h"
@@ -650,7 +651,14 @@ class XidGen {
  public:
   // first: the first xid handed out (kFirstNormalXid, or later after a history: Clog's first).
   explicit XidGen(ProcTable<P>& procs, Xid first = kFirstNormalXid)
-      : lock_(&procs, WaitEvent::kXidGen), next_mirror_{first.value}, next_xid_{first.value} {}
+      : lock_(&procs, WaitEvent::kXidGen), next_mirror_{first.value}, next_xid_{first.value} {
+    if constexpr (runs_in_virtual_time<P>()) line_names::add(&next_xid_, sizeof(next_xid_), "nextXid");
+  }
+  ~XidGen() {
+    if constexpr (runs_in_virtual_time<P>()) line_names::remove(&next_xid_);
+  }
+  XidGen(const XidGen&) = delete;
+  XidGen& operator=(const XidGen&) = delete;
 
   // clog may be nullptr (no CLOG modelled: nothing to extend). pgxact_xid: where a ProcArray
   // (core/clog/proc_array.h) advertises a top-level xid to snapshots (MyPgXact->xid, or PG 14+'s

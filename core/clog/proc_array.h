@@ -138,6 +138,7 @@
 #include "core/aligned_array.h"
 #include "core/counter.h"
 #include "core/locks/lwlock.h"
+#include "core/platform/line_names.h"
 #include "core/platform/platform.h"
 #include "core/proc.h"
 #include "core/wal/types.h"
@@ -203,7 +204,20 @@ class ProcArray {
   ProcArray(ProcTable<P>& procs, uint32_t clients, ProcArrayMode mode,
             SnapshotForm form = SnapshotForm::kPgxact)
       : procs_(procs), clients_(clients), mode_(mode), form_(form),
-        lock_(&procs, WaitEvent::kProcArrayLock) {}
+        lock_(&procs, WaitEvent::kProcArrayLock) {
+    if constexpr (runs_in_virtual_time<P>()) {  // `walbench run --top-lines` (line_names.h)
+      line_names::add(&latest_completed_, sizeof(latest_completed_), "latestCompletedXid");
+      line_names::add(&xact_completion_count_, sizeof(xact_completion_count_), "xactCompletionCount");
+      line_names::add(&group_first_, sizeof(group_first_), "procArrayGroupFirst");
+    }
+  }
+  ~ProcArray() {
+    if constexpr (runs_in_virtual_time<P>()) {
+      line_names::remove(&latest_completed_);
+      line_names::remove(&xact_completion_count_);
+      line_names::remove(&group_first_);
+    }
+  }
   ProcArray(const ProcArray&) = delete;
   ProcArray& operator=(const ProcArray&) = delete;
 
@@ -229,7 +243,12 @@ class ProcArray {
   // xid_visible(): row-lock workloads ask it for READ COMMITTED's TM_Updated
   // (core/cell/row_locks.h). Off by default: the other workloads never ask, and a list per
   // snapshot would cost real-thread runs with thousands of clients for nothing.
-  void keep_snapshots() { keep_snapshots_ = true; }
+  void keep_snapshots() {
+    for (const LastSnapshot& l : last_)
+      WALBENCH_PROCARRAY_CHECK(l.info.xmax == kInvalidXid, "keep_snapshots",
+                               "keep_snapshots() after a snapshot was taken: its running xids are lost");
+    keep_snapshots_ = true;
+  }
 
   // XidInMVCCSnapshot inverted, over the client's last snapshot: whether `xid` (another
   // transaction's, ended) committed before that snapshot was taken. True when no snapshot was

@@ -230,10 +230,12 @@ class LWLock {
   LWLock(ProcTable<P>* procs, WaitEvent tranche, SpinDelayParams spin = {})
       : procs_(procs), tranche_(tranche), spin_(spin) {
     WALBENCH_LOCK_CHECK(procs != nullptr, "I3", "an LWLock needs the ProcTable of its clients");
-    if constexpr (runs_in_virtual_time<P>()) line_names::add(this, sizeof(*this), wait_event_name(tranche));
+    if constexpr (runs_in_virtual_time<P>())  // the shared words: state_, head_, tail_
+      line_names::add(&state_, reinterpret_cast<const char*>(&tail_ + 1) - reinterpret_cast<const char*>(&state_),
+                      wait_event_name(tranche));
   }
   ~LWLock() {
-    if constexpr (runs_in_virtual_time<P>()) line_names::remove(this);
+    if constexpr (runs_in_virtual_time<P>()) line_names::remove(&state_);
   }
   LWLock(const LWLock&) = delete;
   LWLock& operator=(const LWLock&) = delete;

@@ -242,10 +242,11 @@ class SpinLock {
  public:
   explicit SpinLock(WaitEvent tranche, SpinDelayParams params = {})
       : tranche_(tranche), params_(params) {
-    if constexpr (runs_in_virtual_time<P>()) line_names::add(this, sizeof(*this), wait_event_name(tranche));
+    if constexpr (runs_in_virtual_time<P>())  // the shared word
+      line_names::add(&word_, sizeof(word_), wait_event_name(tranche));
   }
   ~SpinLock() {
-    if constexpr (runs_in_virtual_time<P>()) line_names::remove(this);
+    if constexpr (runs_in_virtual_time<P>()) line_names::remove(&word_);
   }
   SpinLock(const SpinLock&) = delete;
   SpinLock& operator=(const SpinLock&) = delete;

@@ -16,9 +16,11 @@ struct Entry {
 
 std::atomic<bool> g_enabled{false};
 std::mutex g_mutex;
+// Start address -> entry. Never destroyed: a lock destroyed after static destruction began (a
+// cell thread still running at exit) must still find it.
 std::map<uintptr_t, Entry>& registry() {
-  static std::map<uintptr_t, Entry> m;  // start address -> entry
-  return m;
+  static auto* m = new std::map<uintptr_t, Entry>;
+  return *m;
 }
 
 }  // namespace

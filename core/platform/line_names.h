@@ -1,6 +1,8 @@
 // Names for the simulator's per-line statistics (sim.h "LINE STATISTICS"; `walbench run
-// --top-lines`): the locks register the address of their state word here while they live, so
-// that a report can say "LWLock:ProcArrayLock" where it would otherwise print an address.
+// --top-lines`): the locks register their shared words here while they live (an LWLock's
+// state and wait-queue links, a spinlock's word), and so do a few shared variables (the
+// ProcArray's and XidGen's), so that a report can say "LWLock:ProcArrayLock" where it would
+// otherwise print an address.
 // Registration is off until enable() (the CLI turns it on for --top-lines; nothing registers in
 // a run that does not ask, so no cell pays for it). Process-wide, under a mutex: cells running
 // side by side (run -j) register into one map, each under its own live addresses; an object

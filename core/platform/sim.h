@@ -693,24 +693,25 @@ class Simulation {
   // and its share of SimCounters::line_wait_ns (every wait is charged to the line it was for;
   // the shares add up to the counter). Off until keep_line_stats(), called before run(): a run's
   // timing is the same either way, the bookkeeping only adds host time. Loads counted are
-  // executed ones (streamed loads of P::read_run included, a parked spinner's replayed loads
+  // executed ones (each object a P::read_run reads included, a parked spinner's replayed loads
   // not: SimCounters::replayed_loads); stores are seq_cst and buffered (release) ones alike.
   struct LineStats {
     uint64_t wait_ns = 0;
     uint64_t loads = 0;
-    uint64_t load_misses = 0;  // loads that found no valid copy in their core
+    uint64_t load_misses = 0;  // loads that found no valid copy in their core at issue
     uint64_t rmws = 0;         // exchange, fetch_*, compare_exchange (failed ones included)
     uint64_t stores = 0;
   };
   struct LineReport {
-    uintptr_t address;  // the line's first byte
+    uintptr_t address;  // the line's first byte (changes from run to run with the heap)
+    uint32_t id;        // the order of first touch in this simulation (the same in every rerun)
     LineStats stats;
   };
   void keep_line_stats() { line_stats_on_ = true; }
   // Every line accessed since keep_line_stats(), in no particular order.
   std::vector<LineReport> line_stats() const;
   // The `top` lines that waited longest between two line_stats() snapshots of one simulation
-  // (then most RMWs, most loads), as the result file's platform.top_lines
+  // (then most RMWs, most loads, first touched), as the result file's platform.top_lines
   // (harness/RESULTS.md): each line's address, the names of the locks on it
   // (core/platform/line_names.h; null when none registered), its wait in ms and in us per
   // transaction (txns: the window's; 0 leaves that out) and its access counts.
@@ -1170,6 +1171,7 @@ void Simulation::sim_read_run(const char* first, size_t stride, size_t n, F& rea
     } else {
       ++counters_.shared_ops;
       ++counters_.line_hits;
+      if (line_stats_on_) ++line_stat(line_id(first + i * stride))->loads;
       f->clock += cfg_.line_hit_ns;
     }
     Uncharged plain;

@@ -268,7 +268,7 @@ std::vector<Simulation::LineReport> Simulation::line_stats() const {
     if (id >= line_stats_.size()) continue;
     const LineStats& s = line_stats_[id];
     if (s.loads + s.rmws + s.stores + s.wait_ns == 0) continue;
-    out.push_back({static_cast<uintptr_t>(key) << sim_internal::kLineShift, s});
+    out.push_back({static_cast<uintptr_t>(key) << sim_internal::kLineShift, id, s});
   }
   return out;
 }

@@ -574,13 +574,13 @@ nlohmann::json Simulation::top_lines_json(const std::vector<LineReport>& at_open
       d.rmws -= it->second.rmws;
       d.stores -= it->second.stores;
     }
-    if (d.wait_ns + d.loads + d.rmws + d.stores > 0) window.push_back({r.address, d});
+    if (d.wait_ns + d.loads + d.rmws + d.stores > 0) window.push_back({r.address, r.id, d});
   }
   const auto hotter = [](const LineReport& a, const LineReport& b) {
     if (a.stats.wait_ns != b.stats.wait_ns) return a.stats.wait_ns > b.stats.wait_ns;
     if (a.stats.rmws != b.stats.rmws) return a.stats.rmws > b.stats.rmws;
     if (a.stats.loads != b.stats.loads) return a.stats.loads > b.stats.loads;
-    return a.address < b.address;
+    return a.id < b.id;
   };
   const size_t n = std::min(top, window.size());
   std::partial_sort(window.begin(), window.begin() + static_cast<std::ptrdiff_t>(n), window.end(), hotter);
@@ -591,6 +591,7 @@ nlohmann::json Simulation::top_lines_json(const std::vector<LineReport>& at_open
     address << "0x" << std::hex << r.address;
     const std::string names = line_names::describe(r.address);
     nlohmann::json line{{"line", address.str()},
+                        {"line_id", r.id},
                         {"names", names.empty() ? nlohmann::json(nullptr) : nlohmann::json(names)},
                         {"wait_ms", static_cast<double>(r.stats.wait_ns) / 1e6}};
     if (txns > 0) line["wait_us_per_txn"] = static_cast<double>(r.stats.wait_ns) / 1e3 / static_cast<double>(txns);
