@@ -227,6 +227,9 @@ TEST_CASE("walbench run --top-lines: the hottest lines, named, and the same numb
   const nlohmann::json done = nlohmann::json::parse(slurp(dir.path / "part.json"));
   CHECK(done["cells"][1]["repetitions"][0]["platform"]["top_lines"].size() == 4);
   check_bad_input(walbench("run --resume part.json --top-lines 2", dir));
+  part["context"]["top_lines"] = "many";  // a hand-edited file: a clear refusal, not a crash
+  dir.write("bad.json", part.dump());
+  check_bad_input(walbench("run --resume bad.json", dir));
   // Only simulated cells have lines to count.
   dir.write("threads.json", R"({"strategy": "ideal", "workload": {"transactional": false},
       "run": {"duration_s": 0.05, "warmup_s": 0, "progress_interval_s": 0, "watchdog_s": 5}})");

@@ -252,6 +252,11 @@ int resume_command(const ResumeOptions& o, std::ostream& out, std::ostream& err)
                        {"cells", to_run}};
   opts.finished_cells = std::move(finished_by_position);
   if (ctx.contains("shard")) opts.shard = ctx["shard"];
+  if (ctx.contains("top_lines") &&
+      !(ctx["top_lines"].is_number_unsigned() && ctx["top_lines"].get<uint64_t>() >= 1 &&
+        ctx["top_lines"].get<uint64_t>() <= 1000))
+    refuse(o.result_path, "its context.top_lines is " + ctx["top_lines"].dump() +
+                              "; expected a whole number 1-1000 (run --top-lines N)");
   opts.top_lines = ctx.value("top_lines", 0u);  // run --top-lines: the same for the cells run now
   if (opts.top_lines > 0) {
     line_names::enable();
