@@ -259,7 +259,8 @@ class WalCell final : public CellRun {
       clog_ = std::make_unique<C>(spec.clog, procs_);
       if (pa_mode != ProcArrayMode::kOff)
         proc_array_ = std::make_unique<ProcArray<P>>(procs_, clients_, pa_mode,
-                                                     parse_snapshot_form(spec.clog.snapshot));
+                                                     parse_snapshot_form(spec.clog.snapshot),
+                                                     &xid_gen_.variable_cache());
     }
     if (spec.workload.transactional && private_) {
       // ideal: each client assigns xids from its own counter into its own CLOG (the same work,

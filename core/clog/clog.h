@@ -59,7 +59,9 @@
 //   lsns_ belong to the client doing the read, under the slot's buffer lock; in
 //   WRITE_IN_PROGRESS they are only read (no one changes a page being written). The backing
 //   store store_ (the file system): store_mutex_, a host mutex held for no modelled operation.
-//   XidGen: next_xid_ under XidGenLock; a client's Proc::xid / subxids are written by the owner
+//   XidGen: cache_.next_xid (ShmemVariableCache->nextXid, core/clog/variable_cache.h: on the
+//   line it shares with latestCompletedXid and xactCompletionCount, not on XidGenLock's) under
+//   XidGenLock; a client's Proc::xid / subxids are written by the owner
 //   under XidGenLock (proc.h says who reads them).
 //
 // INVARIANTS (checks cite them as // C<n>)
@@ -106,8 +108,8 @@
 
 #include "core/counter.h"
 #include "core/locks/lwlock.h"
-#include "core/platform/line_names.h"
 #include "core/platform/platform.h"
+#include "core/clog/variable_cache.h"
 #include "core/proc.h"
 #include "core/wal/types.h"
 #include "core/wal/verify_result.h"
@@ -651,12 +653,7 @@ class XidGen {
  public:
   // first: the first xid handed out (kFirstNormalXid, or later after a history: Clog's first).
   explicit XidGen(ProcTable<P>& procs, Xid first = kFirstNormalXid)
-      : lock_(&procs, WaitEvent::kXidGen), next_mirror_{first.value}, next_xid_{first.value} {
-    if constexpr (runs_in_virtual_time<P>()) line_names::add(&next_xid_, sizeof(next_xid_), "nextXid");
-  }
-  ~XidGen() {
-    if constexpr (runs_in_virtual_time<P>()) line_names::remove(&next_xid_);
-  }
+      : lock_(&procs, WaitEvent::kXidGen), next_mirror_{first.value}, cache_(first) {}
   XidGen(const XidGen&) = delete;
   XidGen& operator=(const XidGen&) = delete;
 
@@ -669,10 +666,10 @@ class XidGen {
              PlainWord<P, uint32_t>* pgxact_xid = nullptr,
              PlainWord<P, uint16_t>* subxid_status = nullptr) {
     lock_.acquire(me, kLwExclusive);
-    const Xid xid{next_xid_.get()};
+    const Xid xid{cache_.next_xid.get()};
     WALBENCH_CLOG_CHECK(xid.value >= kFirstNormalXid.value, "C6", "the xid counter wrapped");
     if (clog != nullptr) clog->extend(me, xid);  // ExtendCLOG before advancing nextXid
-    next_xid_.set(xid.value + 1);
+    cache_.next_xid.set(xid.value + 1);
     next_mirror_ = xid.value + 1;
     if (!subtransaction) {
       me.xid.store(xid.value);
@@ -700,7 +697,11 @@ class XidGen {
   }
 
   // After the run.
-  Xid next() const { return Xid{next_xid_.get()}; }
+  Xid next() const { return Xid{cache_.next_xid.get()}; }
+
+  // ShmemVariableCache, whose latestCompletedXid and xactCompletionCount a ProcArray keeps
+  // (core/clog/proc_array.h) beside this nextXid.
+  VariableCache<P>& variable_cache() { return cache_; }
 
   // nextXid as last published, readable without the lock at no modelled cost: what a workload
   // uses to pick the xid a tuple it visits was stamped with (the xmin of a row updated earlier,
@@ -711,7 +712,7 @@ class XidGen {
  private:
   alignas(64) LWLock<P> lock_;  // XidGenLock
   Counter next_mirror_{kFirstNormalXid.value};  // written under XidGenLock (instrumentation-like)
-  typename P::template Shared<uint32_t> next_xid_{kFirstNormalXid.value};
+  VariableCache<P> cache_;  // its own line (alignas(64)): nextXid, and the ProcArray's two
 };
 
 }  // namespace walbench

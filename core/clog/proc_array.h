@@ -63,18 +63,17 @@
 //   here (PostgreSQL's read-only path clears xmin without the lock, and in 14+ does not bump
 //   xactCompletionCount). "dense" also reads a running xid's subxidStates entry after the
 //   snapshot overflowed (PostgreSQL stops looking), and writes no proc->xmin (at a clear or on
-//   reuse). xactCompletionCount and latestCompletedXid sit on ProcArrayLock's cache line here;
-//   PostgreSQL keeps them in VariableCacheData beside nextXid (written by every
-//   GetNewTransactionId), so its snapshots pay a line transfer that this model's do not.
-//   pgxactoff is the client index (PostgreSQL keeps the dense arrays in
+//   reuse). pgxactoff is the client index (PostgreSQL keeps the dense arrays in
 //   procarray order, the connected backends packed; walbench's clients connect once, in order).
 //
 // SHARED STATE AND WHAT PROTECTS IT
 //   lock_                         ProcArrayLock.
-//   latest_completed_             ShmemVariableCache->latestCompletedXid: ProcArrayLock
+//   cache_->latest_completed      ShmemVariableCache->latestCompletedXid: ProcArrayLock
 //                                 (written exclusive, read shared).
-//   xact_completion_count_        ShmemVariableCache->xactCompletionCount ("dense"): ProcArrayLock
-//                                 (bumped exclusive, read shared); beside latest_completed_.
+//   cache_->xact_completion_count ShmemVariableCache->xactCompletionCount ("dense"): ProcArrayLock
+//                                 (bumped exclusive, read shared). Both on the VariableCache line
+//                                 beside nextXid (core/clog/variable_cache.h: XidGen's, passed to
+//                                 the constructor; a ProcArray without one has its own line).
 //   pgxact_[c].xid (PGXACT xid)   "pgxact": set by its owner under XidGenLock (XidGen::assign,
 //   or xids_[c] (ProcGlobal->xids) through xid_slot()), an atomic because snapshots read it
 //                                 under the shared lock meanwhile (a PlainWord: PostgreSQL's is
@@ -137,6 +136,7 @@
 
 #include "core/aligned_array.h"
 #include "core/counter.h"
+#include "core/clog/variable_cache.h"
 #include "core/locks/lwlock.h"
 #include "core/platform/line_names.h"
 #include "core/platform/platform.h"
@@ -201,22 +201,19 @@ struct ProcArrayCounters {
 template <class P>
 class ProcArray {
  public:
+  // cache: ShmemVariableCache (XidGen::variable_cache()), where latestCompletedXid and
+  // xactCompletionCount live beside nextXid; nullptr gives the ProcArray a line of its own.
   ProcArray(ProcTable<P>& procs, uint32_t clients, ProcArrayMode mode,
-            SnapshotForm form = SnapshotForm::kPgxact)
+            SnapshotForm form = SnapshotForm::kPgxact, VariableCache<P>* cache = nullptr)
       : procs_(procs), clients_(clients), mode_(mode), form_(form),
-        lock_(&procs, WaitEvent::kProcArrayLock) {
-    if constexpr (runs_in_virtual_time<P>()) {  // `walbench run --top-lines` (line_names.h)
-      line_names::add(&latest_completed_, sizeof(latest_completed_), "latestCompletedXid");
-      line_names::add(&xact_completion_count_, sizeof(xact_completion_count_), "xactCompletionCount");
+        lock_(&procs, WaitEvent::kProcArrayLock),
+        own_cache_(cache ? nullptr : std::make_unique<VariableCache<P>>()),
+        cache_(cache ? *cache : *own_cache_) {
+    if constexpr (runs_in_virtual_time<P>())  // `walbench run --top-lines` (line_names.h)
       line_names::add(&group_first_, sizeof(group_first_), "procArrayGroupFirst");
-    }
   }
   ~ProcArray() {
-    if constexpr (runs_in_virtual_time<P>()) {
-      line_names::remove(&latest_completed_);
-      line_names::remove(&xact_completion_count_);
-      line_names::remove(&group_first_);
-    }
+    if constexpr (runs_in_virtual_time<P>()) line_names::remove(&group_first_);
   }
   ProcArray(const ProcArray&) = delete;
   ProcArray& operator=(const ProcArray&) = delete;
@@ -270,7 +267,7 @@ class ProcArray {
     LastSnapshot& last = last_[me.id.value];
     std::vector<uint32_t>* kept = keep_snapshots_ ? &last.running : nullptr;
     if (form_ == SnapshotForm::kPgxact) {  // never reused: completions stay 0
-      s.xmax = Xid{latest_completed_.get() + 1};
+      s.xmax = Xid{cache_.latest_completed.get() + 1};
       if (kept) kept->clear();
       for (uint32_t c = 0; c < clients_; ++c) {
         if (c == me.id.value) continue;
@@ -284,16 +281,16 @@ class ProcArray {
       lock_.release(me);
       return s;
     }
-    const uint64_t completions = xact_completion_count_.get();
+    const uint64_t completions = cache_.xact_completion_count.get();
     if (last.completions != 0 && completions == last.completions) {  // GetSnapshotDataReuse
       ++pc.reused;
-      if (check_reuse && (latest_completed_.get() + 1 != last.info.xmax.value ||
+      if (check_reuse && (cache_.latest_completed.get() + 1 != last.info.xmax.value ||
                           scan_dense(me, last.info.xmax, nullptr) != last.info.running))
         reuse_mismatches.fetch_add(1);  // A5, test hook
       lock_.release(me);
       return last.info;  // last.running still holds the list of the scan that made it
     }
-    s.xmax = Xid{latest_completed_.get() + 1};
+    s.xmax = Xid{cache_.latest_completed.get() + 1};
     if (kept) kept->clear();
     s.running = scan_dense(me, s.xmax, kept);
     last.completions = completions;
@@ -324,7 +321,7 @@ class ProcArray {
   }
 
   // After the run.
-  Xid latest_completed() const { return Xid{latest_completed_.get()}; }
+  Xid latest_completed() const { return Xid{cache_.latest_completed.get()}; }
   ProcArrayCounters totals() const {
     ProcArrayCounters t;
     for (const auto& c : counters_) {
@@ -380,8 +377,9 @@ class ProcArray {
     m.xid.store(0);
     m.nsubxids.set(0);
     m.subxids_overflowed.set(0);
-    if (latest_completed_.get() < latest_xid.value) latest_completed_.set(latest_xid.value);  // A4
-    if (form_ == SnapshotForm::kDense) xact_completion_count_.set(xact_completion_count_.get() + 1);  // A5
+    if (cache_.latest_completed.get() < latest_xid.value) cache_.latest_completed.set(latest_xid.value);  // A4
+    if (form_ == SnapshotForm::kDense)
+      cache_.xact_completion_count.set(cache_.xact_completion_count.get() + 1);  // A5
     ++counters_[me.id.value].cleared;
   }
 
@@ -526,8 +524,8 @@ class ProcArray {
   const ProcArrayMode mode_;
   const SnapshotForm form_;
   alignas(64) LWLock<P> lock_;  // ProcArrayLock
-  typename P::template Shared<uint32_t> latest_completed_{kFirstNormalXid.value - 1};
-  typename P::template Shared<uint64_t> xact_completion_count_{1};  // 1 at startup, as in PG
+  std::unique_ptr<VariableCache<P>> own_cache_;  // only without a cache from the constructor
+  VariableCache<P>& cache_;
   alignas(64) typename P::template Atomic<uint32_t> group_first_{kInvalidProcNo};  // procArrayGroupFirst
   std::vector<Padded> counters_ = std::vector<Padded>(procs_.size());
   PgXactArray pgxact_{procs_.size()};
