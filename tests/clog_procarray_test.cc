@@ -3,6 +3,8 @@
 //     exclude each other on the one LWLock: each waits in LWLock:CLogControlLock for the other;
 //   - the ProcArray group clear clears every xid exactly once (A1), with members really grouped
 //     behind one leader (IPC:ProcArrayGroupUpdate), on threads;
+//   - ShmemVariableCache: nextXid, latestCompletedXid and xactCompletionCount share one line
+//     of their own (XidGen's cache, which the ProcArray writes), named so on the sim;
 //   - conformance: the transaction workloads with the ProcArray modelled pass the WAL and CLOG
 //     verifiers and the ProcArray's own check (every committed transaction's xid cleared once,
 //     none left advertised), on threads and on the sim;
@@ -23,6 +25,9 @@
 
 #include "core/clog/clog.h"
 #include "core/clog/proc_array.h"
+#include "core/clog/variable_cache.h"
+#include "core/platform/line_names.h"
+#include "core/platform/sim.h"
 #include "core/platform/threads.h"
 #include "harness/runner.h"
 #include "strategies/clog_exclusive/clog_exclusive.h"
@@ -374,6 +379,39 @@ TEST_CASE("kept snapshots over several lines: the list is exactly the xids count
       CHECK(pa.xid_visible(client(kReader), xid[c]) == ended[c]);
     }
   }
+}
+
+TEST_CASE("ShmemVariableCache: nextXid, latestCompletedXid and xactCompletionCount on one line, apart from both locks", "[clog][procarray]") {
+  // PostgreSQL 15's VariableCacheData keeps the three at offsets 8, 48 and 56 of one
+  // cache-line-aligned struct (core/clog/variable_cache.h); the ProcArray given XidGen's cache
+  // writes its two counters there, not on a line of its own or ProcArrayLock's.
+  ProcTable<P> procs(2, 1);
+  XidGen<P> gen(procs);
+  ProcArray<P> pa(procs, 2, ProcArrayMode::kExclusive, SnapshotForm::kDense, &gen.variable_cache());
+  const VariableCache<P>& cache = gen.variable_cache();
+  auto line_of = [](const void* p) { return reinterpret_cast<uintptr_t>(p) / 64; };
+  CHECK(line_of(&cache.latest_completed) == line_of(&cache.next_xid));
+  CHECK(line_of(&cache.xact_completion_count) == line_of(&cache.next_xid));
+  CHECK(line_of(&cache) == line_of(&cache.next_xid));  // the struct starts the line: nothing shares it
+  CHECK(line_of(reinterpret_cast<const char*>(&cache) + sizeof(cache) - 1) == line_of(&cache));
+  Proc<P>& me = procs[0];
+  const uint64_t completions = cache.xact_completion_count.get();
+  const Xid x = gen.assign(me, nullptr, false, &pa.xid_slot(me));
+  CHECK(cache.next_xid.get() == x.value + 1);
+  pa.end_transaction(me, x);
+  CHECK(cache.latest_completed.get() == x.value);
+  CHECK(cache.xact_completion_count.get() == completions + 1);
+  CHECK(pa.latest_completed() == x);
+}
+
+TEST_CASE("sim: the ShmemVariableCache line is named as PostgreSQL names its fields, and no lock is on it", "[clog][procarray][sim]") {
+  using SP = SimPlatform;
+  line_names::enable();  // process-wide; other tests' objects register too, harmlessly
+  ProcTable<SP> procs(2, 1);
+  XidGen<SP> gen(procs);
+  ProcArray<SP> pa(procs, 2, ProcArrayMode::kGroupClear, SnapshotForm::kDense, &gen.variable_cache());
+  const uintptr_t line = reinterpret_cast<uintptr_t>(&gen.variable_cache()) & ~uintptr_t{63};
+  CHECK(line_names::describe(line) == "nextXid + latestCompletedXid + xactCompletionCount");
 }
 
 TEST_CASE("transaction workloads with the ProcArray modelled pass every verifier", "[conformance][procarray]") {
