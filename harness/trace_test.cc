@@ -157,7 +157,7 @@ TEST_CASE("walbench run --trace: a simulated cell traced, the same cell untraced
   for (const json& e : doc["traceEvents"]) {
     if (e["ph"] == "M" && e["name"] == "thread_name")
       (e["pid"] == 1 ? client_tracks : lock_tracks)[e["tid"]] = e["args"]["name"];
-    if (e["ph"] == "B" && e["pid"] == 1 && e["name"] == "wait LWLock:wal_insert") ++waits;
+    if (e["ph"] == "B" && e["pid"] == 1 && e["name"].get<std::string>().rfind("wait LWLock:", 0) == 0) ++waits;
     if (e["ph"] == "B" && e["pid"] == 2) ++holds;
   }
   CHECK(client_tracks == std::map<int, std::string>{{1, "client 0"}, {2, "client 1"}, {3, "client 2"},
@@ -165,7 +165,9 @@ TEST_CASE("walbench run --trace: a simulated cell traced, the same cell untraced
   bool has_insert_lock = false;
   for (const auto& [tid, name] : lock_tracks) has_insert_lock |= name == "LWLock:wal_insert";
   CHECK(has_insert_lock);
-  CHECK(waits > 0);  // 4 clients on 1 insertion lock do wait
+  // 4 clients committing synchronously do wait: since 0dc5789 (ShmemVariableCache's line) on
+  // WALWriteLock in these 2 ms, the insertion lock's waits coming later in a run.
+  CHECK(waits > 0);
   CHECK(holds > 0);
   REQUIRE(last.count("LWLock:wal_insert"));
   for (const auto& [name, args] : last) {
