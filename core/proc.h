@@ -52,6 +52,7 @@ enum class WaitEvent : uint32_t {
   kLockTransactionId,  // Lock:transactionid (waiting for a row's updater to end, core/cell/row_locks.h)
   kBufferContent,     // LWLock:BufferContent (a pgbench_tellers/branches page's content lock)
   kLockTuple,         // Lock:tuple (queued behind a row's first waiter, core/cell/row_locks.h)
+  kLockManager,       // LWLock:LockManager (a lock table partition, core/clog/xid_lock_table.h)
   kCount
 };
 
@@ -80,6 +81,7 @@ inline const char* wait_event_name(WaitEvent e) {
     case WaitEvent::kLockTransactionId: return "Lock:transactionid";
     case WaitEvent::kBufferContent: return "LWLock:BufferContent";
     case WaitEvent::kLockTuple: return "Lock:tuple";
+    case WaitEvent::kLockManager: return "LWLock:LockManager";
     case WaitEvent::kCount: break;
   }
   return "?";

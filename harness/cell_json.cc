@@ -49,16 +49,18 @@ json to_json(const CommitSpec& c) {
 }
 
 json to_json(const ClogSpec& c) {
-  return {{"strategy", c.strategy},
-          {"params", c.params},
-          {"clog_buffers", c.clog_buffers},
-          {"page_size", c.page_size},
-          {"hint_bit_miss", c.hint_bit_miss},
-          {"procarray", c.procarray},
-          {"snapshot", c.snapshot},
-          {"snapshots_per_statement", c.snapshots_per_statement},
-          {"lookup_xids", c.lookup_xids},
-          {"xid_history", c.xid_history}};
+  json out = {{"strategy", c.strategy},
+              {"params", c.params},
+              {"clog_buffers", c.clog_buffers},
+              {"page_size", c.page_size},
+              {"hint_bit_miss", c.hint_bit_miss},
+              {"procarray", c.procarray},
+              {"snapshot", c.snapshot},
+              {"snapshots_per_statement", c.snapshots_per_statement},
+              {"lookup_xids", c.lookup_xids},
+              {"xid_history", c.xid_history}};
+  if (c.xid_locks) out["xid_locks"] = true;  // only when on: cells without it read as before
+  return out;
 }
 
 json to_json(const WorkloadSpec& w) {

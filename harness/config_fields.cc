@@ -196,6 +196,8 @@ const std::vector<FieldDef>& field_defs() {
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.clog.snapshot = want_string(v, w, {"pgxact", "dense"});
        }},
+      {"clog", "xid_locks",
+       [](CellSpec& c, const OJson& v, const Where& w) { c.clog.xid_locks = want_bool(v, w); }},
       {"clog", "snapshots_per_statement",
        [](CellSpec& c, const OJson& v, const Where& w) {
          c.clog.snapshots_per_statement = static_cast<uint32_t>(want_int(v, w, 1, 2));

@@ -39,7 +39,7 @@ const char* const kModelOnlyFields[] = {
     "wal.path",             "wal.memory_mb",            "wal.buffer_init",
     "clog.strategy",        "clog.clog_buffers",        "clog.page_size",
     "clog.hint_bit_miss",   "clog.procarray",           "clog.snapshot",
-    "clog.snapshots_per_statement", "clog.lookup_xids", "clog.xid_history",
+    "clog.snapshots_per_statement", "clog.lookup_xids", "clog.xid_history", "clog.xid_locks",
     "workload.client_overhead_us", "workload.client_overhead_jitter",
     "workload.payload_ns_per_byte", "workload.driver_us",
 };

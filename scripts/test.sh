@@ -24,8 +24,10 @@ tsan_out=$(mktemp -d)
 trap 'rm -rf "$tsan_out"' EXIT
 build/tsan/walbench run configs/quick.json -q --set run.duration_s=0.2 --set run.warmup_s=0.1 \
   --set 'matrix.clients=[4]' --set 'matrix.workload.record_size=[16,16384]' -o "$tsan_out/quick.json"
+# with the xid lock table (clog.xid_locks, off by default): savepoints enter 1 + 3 xids a transaction
 build/tsan/walbench run configs/clog-group-update.json -q --set run.duration_s=0.2 \
-  --set run.warmup_s=0.1 --set run.repetitions=1 --set 'matrix.clients=[4]' -o "$tsan_out/clog.json"
+  --set run.warmup_s=0.1 --set run.repetitions=1 --set 'matrix.clients=[4]' \
+  --set clog.xid_locks=true -o "$tsan_out/clog.json"
 # tpcb_like at scale 1: every transaction queues on the one branch row (core/cell/row_locks.h)
 build/tsan/walbench run configs/xloginsert-scale.json -q --set run.duration_s=0.2 \
   --set run.warmup_s=0.1 --set run.repetitions=1 --set workload.scale=1 --set 'matrix.clients=[6]' \

@@ -96,6 +96,11 @@ struct ClogSpec {
   // their CLOG pages exist, every xid COMMITTED (core/clog/clog.h C7); the run's first xid is
   // 3 + xid_history.
   uint32_t xid_history = 0;
+  // The heavyweight lock every transaction takes on each xid it assigns (XactLockTableInsert) and
+  // releases at its end (LockReleaseAll), in PostgreSQL's partitioned shared lock table
+  // (core/clog/xid_lock_table.h). Off by default until every result file whose cells assign an
+  // xid is remade with it (README "Xid locks"); a cell records the key only when it is on.
+  bool xid_locks = false;
 };
 
 struct WorkloadSpec {

@@ -68,6 +68,9 @@
 //   clog.snapshots_per_statement snapshots (GetSnapshotData, ProcArrayLock shared; PostgreSQL
 //   takes 2, see statement()), and the commit ends with
 //   ProcArrayEndTransaction (core/clog/proc_array.h) instead of the owner clearing its xid.
+//   With clog.xid_locks (off by default for now: README "Xid locks"), every xid assigned takes its heavyweight lock in the
+//   shared lock table (XactLockTableInsert) and the commit releases them (LockReleaseAll) after
+//   ProcArrayEndTransaction, before the row locks' waiters wake (core/clog/xid_lock_table.h).
 //   Each statement's client overhead is reported to the sampler as Client:ClientRead.
 // UNLOGGED TABLES (workload.tables "unlogged"; pgbench -i --unlogged-tables, as the 2011
 // "Moving more work outside WALInsertLock" thread ran beside its permanent tables): a change to
@@ -102,6 +105,7 @@
 #include "core/aligned_array.h"
 #include "core/clog/clog.h"
 #include "core/clog/proc_array.h"
+#include "core/clog/xid_lock_table.h"
 #include "core/platform/platform.h"
 #include "core/platform/sim.h"
 #include "core/locks/lwlock.h"
@@ -261,6 +265,7 @@ class WalCell final : public CellRun {
         proc_array_ = std::make_unique<ProcArray<P>>(procs_, clients_, pa_mode,
                                                      parse_snapshot_form(spec.clog.snapshot),
                                                      &xid_gen_.variable_cache());
+      if (spec.clog.xid_locks) xid_locks_ = std::make_unique<XidLockTable<P>>(procs_, clients_);
     }
     if (spec.workload.transactional && private_) {
       // ideal: each client assigns xids from its own counter into its own CLOG (the same work,
@@ -544,6 +549,14 @@ class WalCell final : public CellRun {
             r.error = "procarray: client " + std::to_string(c) + " still has an xid after the run";
           }
       }
+      if (r.ok && xid_locks_ &&  // X3: every transaction ended, so every xid lock was released
+          (xid_locks_->held() != 0 || xid_locks_->lock_entries() != 0 ||
+           xid_locks_->proclock_entries() != 0)) {
+        r.ok = false;
+        r.error = "xid locks: " + std::to_string(xid_locks_->held()) + " still held, " +
+                  std::to_string(xid_locks_->lock_entries()) + " LOCK and " +
+                  std::to_string(xid_locks_->proclock_entries()) + " PROCLOCK entries left";
+      }
       total.clog_checked = true;
       total.clog_xids = r.clog_xids;
       total.clog_committed = r.clog_committed;
@@ -636,6 +649,7 @@ class WalCell final : public CellRun {
     // Transaction ids are counted by the clients over the window (window_totals()).
     if (clog_) j["clog"] = clog_->stats();
     if (proc_array_) j["procarray"] = proc_array_->stats();
+    if (xid_locks_) j["xid_locks"] = xid_locks_->stats();
     if (workload_ != WorkloadKind::kEmitMessage && spec_.workload.full_page_writes) {
       uint64_t images = 0, image_bytes = 0;
       for (const auto& c : per_client_) {
@@ -1065,6 +1079,7 @@ class WalCell final : public CellRun {
   void assign_top(Txn& t) {
     t.xid = xid_gen_of(t.me).assign(t.me, &clog_of(t.me).clog(), /*subtransaction=*/false,
                                     proc_array_ ? &proc_array_->xid_slot(t.me) : nullptr);
+    if (xid_locks_) xid_locks_->insert(t.me, t.xid);  // XactLockTableInsert
     ++t.pc.xids;
     ++t.pc.top_level;
   }
@@ -1075,6 +1090,7 @@ class WalCell final : public CellRun {
     const Xid x = xid_gen_of(t.me).assign(t.me, &clog_of(t.me).clog(), /*subtransaction=*/true,
                                           nullptr,
                                           proc_array_ ? proc_array_->subxid_status_slot(t.me) : nullptr);
+    if (xid_locks_) xid_locks_->insert(t.me, x);  // XactLockTableInsert
     ++t.pc.xids;
     t.subxids[t.nsub++] = x;
     return x;
@@ -1124,7 +1140,8 @@ class WalCell final : public CellRun {
       proc_array_->end_transaction(t.me, t.nsub ? t.subxids[t.nsub - 1] : t.xid);
     else
       XidGen<P>::end_transaction(t.me);
-    if (row_locks_) row_locks_->end_transaction(t.me);  // LockReleaseAll
+    if (xid_locks_) xid_locks_->release_all(t.me);       // LockReleaseAll: the xid locks,
+    if (row_locks_) row_locks_->end_transaction(t.me);  // and their waiters woken
     t.xid = kInvalidXid;
     t.nsub = 0;
   }
@@ -1231,6 +1248,7 @@ class WalCell final : public CellRun {
   alignas(128) XidGen<P> xid_gen_;
   std::unique_ptr<C> clog_;  // transactional workloads only, shared WAL
   std::unique_ptr<ProcArray<P>> proc_array_;  // with clog_, unless clog.procarray is "off"
+  std::unique_ptr<XidLockTable<P>> xid_locks_;  // with clog_, unless clog.xid_locks is false
   std::unique_ptr<PgbenchRowLocks<P>> row_locks_;  // tpcb_like and savepoints, shared WAL
   double table_pages_[kNumPgbenchTables] = {};  // pgbench_table_pages at workload.scale
   std::atomic<uint64_t> run_start_ns_{kNoStart};  // the first client's start (page_image)
