@@ -49,18 +49,17 @@ json to_json(const CommitSpec& c) {
 }
 
 json to_json(const ClogSpec& c) {
-  json out = {{"strategy", c.strategy},
-              {"params", c.params},
-              {"clog_buffers", c.clog_buffers},
-              {"page_size", c.page_size},
-              {"hint_bit_miss", c.hint_bit_miss},
-              {"procarray", c.procarray},
-              {"snapshot", c.snapshot},
-              {"snapshots_per_statement", c.snapshots_per_statement},
-              {"lookup_xids", c.lookup_xids},
-              {"xid_history", c.xid_history}};
-  if (c.xid_locks) out["xid_locks"] = true;  // only when on: cells without it read as before
-  return out;
+  return {{"strategy", c.strategy},
+          {"params", c.params},
+          {"clog_buffers", c.clog_buffers},
+          {"page_size", c.page_size},
+          {"hint_bit_miss", c.hint_bit_miss},
+          {"procarray", c.procarray},
+          {"snapshot", c.snapshot},
+          {"snapshots_per_statement", c.snapshots_per_statement},
+          {"lookup_xids", c.lookup_xids},
+          {"xid_history", c.xid_history},
+          {"xid_locks", c.xid_locks}};
 }
 
 json to_json(const WorkloadSpec& w) {
@@ -182,6 +181,9 @@ ojson config_of_cell(const json& cell, const std::string& where) {
   // Cells written before clog.snapshots_per_statement existed took one snapshot per statement:
   // a rerun keeps that, not today's default (2).
   if (!clog.contains("snapshots_per_statement")) clog["snapshots_per_statement"] = 1;
+  // Cells written before 2026-12-07 record clog.xid_locks only when it was on (off by default
+  // then): a cell without the key ran without the xid lock table, whatever today's default.
+  if (!clog.contains("xid_locks")) clog["xid_locks"] = false;
   ojson config;
   config["description"] = "rerun of " + where;
   if (pf["kind"] == "postgres") return postgres_config_of_cell(cell, where);

@@ -392,12 +392,11 @@ void print_list(std::ostream& out, const std::string& what) {
                       "-i), \"xid_history\": N (default 0, "
                       "0..1e9: xids handed out between pgbench -i and the run, all committed, on "
                       "CLOG pages that a lookup reads in, evicting others, when they are not in a "
-                      "buffer), \"xid_locks\": false (default: left out, as every shipped "
-                      "result was made) or true (every assigned xid's heavyweight lock in "
-                      "PostgreSQL's shared lock table, 16 LockManager partition LWLocks and two "
-                      "partitioned hash tables, taken at assignment and released at the end; "
-                      "core/clog/xid_lock_table.h; off by default until the result files are "
-                      "remade with it)}; sweep with the matrix key \"clog.strategy\" or as override "
+                      "buffer), \"xid_locks\": true (default: every assigned xid's heavyweight "
+                      "lock in PostgreSQL's shared lock table, 16 LockManager partition LWLocks "
+                      "and two partitioned hash tables, taken at assignment and released at the "
+                      "end; core/clog/xid_lock_table.h) or false (left out, as result files "
+                      "made before 2026-12-07 ran)}; sweep with the matrix key \"clog.strategy\" or as override "
                       "variants",
                   clog_entries());
   }

@@ -158,16 +158,21 @@ TEST_CASE("sim: the partition locks count one acquisition per xid entered and pe
   CHECK(with["txns"].get<uint64_t>() < without["txns"].get<uint64_t>());
 }
 
-TEST_CASE("clog.xid_locks: off by default and then not recorded; on, recorded and rerun with it", "[clog][xidlock][rerun]") {
-  CHECK_FALSE(CellSpec{}.clog.xid_locks);
-  CellSpec spec = sim_cell("emit_message", 2, true);
-  nlohmann::json cell = nlohmann::json(cell_setup_json(spec));
-  CHECK(cell["clog"]["xid_locks"] == true);
-  CHECK(config_of_cell(cell, "x.json")["clog"]["xid_locks"] == true);
-  // Off (the default), a cell's clog block reads as the files written before the key existed,
-  // and a rerun of such a cell leaves the table out.
+TEST_CASE("clog.xid_locks: on by default, recorded either way; a cell without the key reruns without the table", "[clog][xidlock][rerun]") {
+  CHECK(CellSpec{}.clog.xid_locks);
+  nlohmann::json on = nlohmann::json(cell_setup_json(sim_cell("emit_message", 2, true)));
+  CHECK(on["clog"]["xid_locks"] == true);
+  CHECK(config_of_cell(on, "x.json")["clog"]["xid_locks"] == true);
+  CHECK(expand_matrix(config_of_cell(on, "x.json"), "x.json").front().clog.xid_locks);
+  // Off, the cell says so, and its rerun keeps it off.
   nlohmann::json off = nlohmann::json(cell_setup_json(sim_cell("emit_message", 2, false)));
-  CHECK_FALSE(off["clog"].contains("xid_locks"));
-  const CellSpec rerun = expand_matrix(config_of_cell(off, "x.json"), "x.json").front();
-  CHECK_FALSE(rerun.clog.xid_locks);
+  REQUIRE(off["clog"].contains("xid_locks"));
+  CHECK(off["clog"]["xid_locks"] == false);
+  CHECK_FALSE(expand_matrix(config_of_cell(off, "x.json"), "x.json").front().clog.xid_locks);
+  // A cell written before 2026-12-07 records the key only when it was on: without it, the cell
+  // ran without the table, and so does its rerun, whatever today's default.
+  nlohmann::json before = off;
+  before["clog"].erase("xid_locks");
+  CHECK(config_of_cell(before, "x.json")["clog"]["xid_locks"] == false);
+  CHECK_FALSE(expand_matrix(config_of_cell(before, "x.json"), "x.json").front().clog.xid_locks);
 }

@@ -98,9 +98,10 @@ struct ClogSpec {
   uint32_t xid_history = 0;
   // The heavyweight lock every transaction takes on each xid it assigns (XactLockTableInsert) and
   // releases at its end (LockReleaseAll), in PostgreSQL's partitioned shared lock table
-  // (core/clog/xid_lock_table.h). Off by default until every result file whose cells assign an
-  // xid is remade with it (README "Xid locks"); a cell records the key only when it is on.
-  bool xid_locks = false;
+  // (core/clog/xid_lock_table.h). On by default since 2026-12-07, as PostgreSQL always takes
+  // them; a cell records the key either way, and a rerun reads a cell without it (made before)
+  // as false (harness/cell_json.cc config_of_cell).
+  bool xid_locks = true;
 };
 
 struct WorkloadSpec {

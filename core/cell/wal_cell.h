@@ -68,7 +68,7 @@
 //   clog.snapshots_per_statement snapshots (GetSnapshotData, ProcArrayLock shared; PostgreSQL
 //   takes 2, see statement()), and the commit ends with
 //   ProcArrayEndTransaction (core/clog/proc_array.h) instead of the owner clearing its xid.
-//   With clog.xid_locks (off by default for now: README "Xid locks"), every xid assigned takes its heavyweight lock in the
+//   With clog.xid_locks (on by default: README "Xid locks"), every xid assigned takes its heavyweight lock in the
 //   shared lock table (XactLockTableInsert) and the commit releases them (LockReleaseAll) after
 //   ProcArrayEndTransaction, before the row locks' waiters wake (core/clog/xid_lock_table.h).
 //   Each statement's client overhead is reported to the sampler as Client:ClientRead.
