@@ -147,6 +147,22 @@ ojson postgres_config_of_cell(const json& cell, const std::string& where) {
 
 }  // namespace
 
+const std::vector<KeyOlderCellsLack>& keys_older_cells_lack() {
+  static const std::vector<KeyOlderCellsLack> keys = {
+      // Cells written before full-page images were modelled ran without them.
+      {"workload", "full_page_writes", false},
+      // Cells written before CLOG status lookups existed ran without them (today: 0.5).
+      {"clog", "hint_bit_miss", 0},
+      // Cells written before clog.snapshots_per_statement existed took one snapshot per
+      // statement (today: 2).
+      {"clog", "snapshots_per_statement", 1},
+      // Cells written before 8b3317e (2026-12-07) record clog.xid_locks only when it was on
+      // (off by default then): without the key, a cell ran without the xid lock table.
+      {"clog", "xid_locks", false},
+  };
+  return keys;
+}
+
 ojson config_of_cell(const json& cell, const std::string& where) {
   for (const char* k : {"label", "strategy", "params", "clients", "platform", "workload", "wal",
                         "commit", "clog", "run"})
@@ -170,20 +186,14 @@ ojson config_of_cell(const json& cell, const std::string& where) {
   }
   ojson workload = ojson(cell["workload"]);
   workload.erase("record_size_label");
-  // Cells written before full-page images were modelled ran without them.
-  if (!workload.contains("full_page_writes")) workload["full_page_writes"] = false;
   ojson clog = ojson(cell["clog"]);
   clog["strategy"] = ojson{{"name", cell["clog"]["strategy"]}, {"params", cell["clog"]["params"]}};
   clog.erase("params");
-  // Cells written before CLOG status lookups existed ran without them: a rerun keeps that, not
-  // today's default (clog.hint_bit_miss 0.5).
-  if (!clog.contains("hint_bit_miss")) clog["hint_bit_miss"] = 0;
-  // Cells written before clog.snapshots_per_statement existed took one snapshot per statement:
-  // a rerun keeps that, not today's default (2).
-  if (!clog.contains("snapshots_per_statement")) clog["snapshots_per_statement"] = 1;
-  // Cells written before 2026-12-07 record clog.xid_locks only when it was on (off by default
-  // then): a cell without the key ran without the xid lock table, whatever today's default.
-  if (!clog.contains("xid_locks")) clog["xid_locks"] = false;
+  // A rerun runs what the cell ran, not today's default.
+  for (const KeyOlderCellsLack& k : keys_older_cells_lack()) {
+    ojson& block = std::string(k.block) == "workload" ? workload : clog;
+    if (!block.contains(k.key)) block[k.key] = ojson(k.value);
+  }
   ojson config;
   config["description"] = "rerun of " + where;
   if (pf["kind"] == "postgres") return postgres_config_of_cell(cell, where);

@@ -34,6 +34,16 @@ nlohmann::ordered_json cell_setup_json(const CellSpec& cell);
 // cell) when the entry lacks a setup block (schema_version 1 files record too little).
 nlohmann::ordered_json config_of_cell(const nlohmann::json& cell, const std::string& where);
 
+// A setup key that cells written before some commit do not record, and the value those cells
+// ran with (not today's default): config_of_cell (rerun) and `walbench compare`'s pairing
+// (harness/pairing.h) read an absent key of a schema-2 cell's block as that value.
+struct KeyOlderCellsLack {
+  const char* block;  // "workload", "clog"
+  const char* key;
+  nlohmann::json value;
+};
+const std::vector<KeyOlderCellsLack>& keys_older_cells_lack();
+
 // ---- Numbers derived from a repetition ----
 struct RepetitionNumbers {
   bool measured = false;

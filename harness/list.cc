@@ -396,7 +396,7 @@ void print_list(std::ostream& out, const std::string& what) {
                       "lock in PostgreSQL's shared lock table, 16 LockManager partition LWLocks "
                       "and two partitioned hash tables, taken at assignment and released at the "
                       "end; core/clog/xid_lock_table.h) or false (left out, as result files "
-                      "made before 2026-12-07 ran)}; sweep with the matrix key \"clog.strategy\" or as override "
+                      "made before 8b3317e, 2026-12-07, ran)}; sweep with the matrix key \"clog.strategy\" or as override "
                       "variants",
                   clog_entries());
   }

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "harness/cell_json.h"
 #include "harness/config.h"
 #include "harness/report.h"
 
@@ -83,6 +84,12 @@ FileCells setups_of(const json& doc, const std::string& file, std::vector<std::s
     Setup s;
     for (const char* key : kSetupKeys)
       if (cell.contains(key)) flatten(cell[key], key, s, order);
+    // A schema-2 block without a key newer than the cell records the value the cell ran with
+    // (as rerun reads it), so that a file from before a default changed pairs by that value.
+    if (f.schema >= 2)
+      for (const KeyOlderCellsLack& k : keys_older_cells_lack())
+        if (cell.contains(k.block) && cell[k.block].is_object() && !cell[k.block].contains(k.key))
+          flatten(k.value, std::string(k.block) + "." + k.key, s, order);
     // Schema 1: the swept keys stand in for what the blocks did not record yet.
     if (f.schema == 1 && cell.contains("matrix") && cell["matrix"].is_object()) {
       std::set<std::string> have;

@@ -466,8 +466,10 @@ TEST_CASE("the watchdog fails a stalled cell and the sweep goes on when clients 
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));
   const ojson doc = read_ordered(opts.output_path);
   CHECK(doc["cells"][0]["ok"] == false);
-  CHECK(doc["cells"][0]["error"] ==
-        "watchdog: no progress for 0.2 s; clients waiting: 2 x LWLock:wal_insert [0,2], 1 x CPU [1]");
+  // The seconds are measured (0.2 on an idle machine, more on a loaded one).
+  CHECK_THAT(doc["cells"][0]["error"].get<std::string>(),
+             Catch::Matches("watchdog: no progress for 0\\.[2-9] s; clients waiting: 2 x LWLock:wal_insert "
+                            "\\[0,2\\], 1 x CPU \\[1\\]"));
   CHECK(doc["cells"][1]["ok"] == true);
 }
 
@@ -500,11 +502,10 @@ TEST_CASE("the watchdog saves the result and exits 1 when clients are stuck for 
   REQUIRE(doc["cells"].size() == 2);
   CHECK(doc["cells"][0]["ok"] == true);
   CHECK(doc["cells"][1]["ok"] == false);
-  // The seconds are measured (0.2 on an idle machine, 0.3 on a loaded one).
-  const std::string error = doc["cells"][1]["error"].get<std::string>();
-  CHECK_THAT(error, Catch::StartsWith("watchdog: no progress for 0.") &&
-                        Catch::EndsWith(" s; clients waiting: 1 x CPU [1], 1 x LWLock:wal_insert [0] "
-                                        "(the client threads did not stop; walbench exits)"));
+  // The seconds are measured (0.2 on an idle machine, 0.3 seen on a loaded one).
+  CHECK_THAT(doc["cells"][1]["error"].get<std::string>(),
+             Catch::Matches("watchdog: no progress for 0\\.[2-9] s; clients waiting: 1 x CPU \\[1\\], "
+                            "1 x LWLock:wal_insert \\[0\\] \\(the client threads did not stop; walbench exits\\)"));
 }
 
 TEST_CASE("median and relative standard deviation", "[runner]") {

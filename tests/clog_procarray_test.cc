@@ -604,9 +604,8 @@ TEST_CASE("sim shape: CLOG experiment at 64 and 128 clients", "[clog][sim][shape
     // CLogControlLock waits are the exclusive variant's (published: 63% of its top waits at 128,
     // absent from the group update's list). The model shows far less (README "CLOG"): 5% of this
     // cell's waits at 4b10816, above 10% before xlblocks stores became plain and the commit record
-    // took walbench's tag, 1.6% once the xid lock table was on by default (8b3317e: its
-    // LockManager waits join the others); the bound asks that they are there, and five times the
-    // group update's.
+    // took walbench's tag, 1.6% once the xid lock table was on by default (8b3317e); the bound
+    // asks that they are there, and five times the group update's.
     CHECK(ce > 0.01);
     CHECK(ce > 5 * cg);
   }

@@ -6,8 +6,8 @@
 //     acquisition per xid entered and one per partition LockReleaseAll visits, a transaction
 //     with subtransactions' xids included (savepoints), the verifier finds the tables empty
 //     after the run (X3), and the cell with the table runs fewer transactions than without it;
-//   - a cell records the setting, and a rerun of a cell that does not (written before the table
-//     existed) runs without it.
+//   - a cell records the setting either way, and a rerun of a cell that does not (written
+//     before 8b3317e, when the key was recorded only when true) runs without it.
 #include <catch2/catch.hpp>
 
 #include <thread>
@@ -169,7 +169,7 @@ TEST_CASE("clog.xid_locks: on by default, recorded either way; a cell without th
   REQUIRE(off["clog"].contains("xid_locks"));
   CHECK(off["clog"]["xid_locks"] == false);
   CHECK_FALSE(expand_matrix(config_of_cell(off, "x.json"), "x.json").front().clog.xid_locks);
-  // A cell written before 2026-12-07 records the key only when it was on: without it, the cell
+  // A cell written before 8b3317e records the key only when it was on: without it, the cell
   // ran without the table, and so does its rerun, whatever today's default.
   nlohmann::json before = off;
   before["clog"].erase("xid_locks");
