@@ -76,6 +76,20 @@ struct FileCells {
   std::set<std::string> leaves;  // every leaf path of every cell
 };
 
+// Whether a cell could never build the xid lock table (core/cell/wal_cell.h): a PostgreSQL
+// server (it takes its own locks; the key cannot be set there), a non-transactional workload (no
+// xid), or `ideal` (private xid counters and CLOGs). There `clog.xid_locks` says nothing about
+// what ran, so it is left out of the setup and an old cell without it pairs with a new one.
+bool xid_locks_cannot_run(const json& cell) {
+  const json* platform = cell.contains("platform") ? &cell["platform"] : nullptr;
+  if (platform && platform->is_object() && platform->value("kind", std::string()) == "postgres")
+    return true;
+  if (cell.contains("workload") && cell["workload"].is_object() &&
+      !cell["workload"].value("transactional", true))
+    return true;
+  return cell.contains("strategy") && cell["strategy"] == "ideal";
+}
+
 FileCells setups_of(const json& doc, const std::string& file, std::vector<std::string>& order) {
   FileCells f;
   f.path = file;
@@ -90,6 +104,7 @@ FileCells setups_of(const json& doc, const std::string& file, std::vector<std::s
       for (const KeyOlderCellsLack& k : keys_older_cells_lack())
         if (cell.contains(k.block) && cell[k.block].is_object() && !cell[k.block].contains(k.key))
           flatten(k.value, std::string(k.block) + "." + k.key, s, order);
+    if (xid_locks_cannot_run(cell)) s.erase("clog.xid_locks");
     // Schema 1: the swept keys stand in for what the blocks did not record yet.
     if (f.schema == 1 && cell.contains("matrix") && cell["matrix"].is_object()) {
       std::set<std::string> have;
@@ -212,6 +227,7 @@ Pairing pair_cells(const json& base, const std::string& base_path, const json& n
   std::map<std::string, SettingDiff::Role> role_of;
   for (const std::string& p : order) {
     const bool in_base = records(b.leaves, p), in_next = records(n.leaves, p);
+    if (!in_base && !in_next) continue;  // left out of every cell's setup (xid_locks_cannot_run)
     if (!in_base || !in_next) {
       std::vector<std::string>& list = in_base ? result.base_only_settings : result.next_only_settings;
       const std::string prefix = unrecorded_prefix(p, in_base ? n.leaves : b.leaves);

@@ -17,7 +17,9 @@
 // clog.xid_locks before 8b3317e, clog.hint_bit_miss, clog.snapshots_per_statement,
 // workload.full_page_writes) is read as the value those cells ran with, as rerun reads it; so
 // a file made before the xid lock table was on by default shows `clog.xid_locks: false -> true`
-// against one made after, and pairs with it only under `--ignore clog.xid_locks`.
+// against one made after, and pairs with it only under `--ignore clog.xid_locks`. Where the
+// table can never run (a PostgreSQL server cell, a non-transactional workload, `ideal`),
+// `clog.xid_locks` is left out of the cell's setup: such cells pair whatever the key says.
 //
 // Identity. Two cells pair when they agree on every identity path. By default the identity is
 // every compared path except `run.*`, which describes the measurement (duration, repetitions,

@@ -478,6 +478,24 @@ TEST_CASE("compare reads a key that older cells leave out as the value they ran 
     CHECK(r.rc == 0);
     CHECK(difference_lines(r.out).empty());
   }
+  SECTION("where the table can never run, the key is not part of a cell's setup") {
+    // A server cell, a non-transactional workload and `ideal` build no xid lock table
+    // (core/cell/wal_cell.h): an older file of them pairs with a newer one whatever the key says.
+    const json server = {{"platform", {{"kind", "postgres"}}}};
+    const json wal_only = {{"workload", {{"transactional", false}}}};
+    const json ideal = {{"strategy", "ideal"}, {"params", json::object()}};
+    for (const json& patch : {server, wal_only, ideal}) {
+      json with_key = patch;
+      with_key["clog"] = {{"xid_locks", true}};
+      const std::string old_file = dir.write("old.json", result_file2(json::array({cell2("a", 1, kFour, patch)})));
+      const std::string new_file = dir.write("new.json", result_file2(json::array({cell2("a", 1, kFourUp, with_key)})));
+      const CompareRun r = run_compare(old_file, new_file);
+      CHECK(r.rc == 0);
+      CHECK(difference_lines(r.out).empty());
+      INFO(r.out);
+      CHECK(r.out.find("clog.xid_locks") == std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("compare refuses a file with two cells of the same setup, naming both", "[compare]") {
