@@ -8,9 +8,10 @@
 //     the 9.4 split (spinlock + insertion lock + insertingAt), insertingAt "atomic" (PG 17) level
 //     with "waitlist" (PG 15) within 1%, and nobody waits when alone (every strategy within
 //     1.5x of ideal).
-// The workload is the fidelity config's (configs/sim-insert-locks-fsync-off.json): one
-// pg_logical_emit_message per transaction, fsync off, ~30 us of client work per transaction
-// (none in the one-client test).
+// The workload is the fidelity config's (configs/sim-insert-locks-fsync-off.json) as it was
+// before its client driver (workload.driver_us, 2026-12-07): one pg_logical_emit_message per
+// transaction, fsync off, ~30 us of client work per transaction spent by the backend (none in
+// the one-client test).
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
