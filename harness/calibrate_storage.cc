@@ -104,11 +104,13 @@ StorageFigures storage_figures(const std::string& dir, bool quick) {
 }
 
 std::vector<double> page_cache_rate(const std::string& dir, const std::vector<int>& cpus,
-                                    size_t region_bytes, bool quick) {
+                                    size_t region_bytes, size_t first_write_bytes, bool quick) {
   const size_t chunks = std::max<size_t>(region_bytes / kPageCacheChunk, 1);
+  const size_t region = chunks * kPageCacheChunk;
   std::vector<std::unique_ptr<TempFile>> files;  // created here: a refusal throws before threads
   for (size_t k = 0; k < cpus.size(); ++k) files.push_back(std::make_unique<TempFile>(dir));
   const std::vector<char> chunk(kPageCacheChunk, 'c');
+  first_write_bytes = std::clamp<size_t>(first_write_bytes, 1, kPageCacheChunk);
   std::vector<size_t> at(cpus.size(), 0);
   auto write_next = [&](size_t k) {
     const off_t off = static_cast<off_t>((at[k]++ % chunks) * kPageCacheChunk);
@@ -117,8 +119,10 @@ std::vector<double> page_cache_rate(const std::string& dir, const std::vector<in
   };
   return aggregate_rate_all_cpus(
       cpus, quick ? 3 : 9, (quick ? 30 : 100) * 1e6,
-      [&](size_t k) {  // allocate the region's blocks first: what is timed are overwrites
-        for (size_t c = 0; c < chunks; ++c) write_next(k);
+      [&](size_t k) {  // allocate the region's blocks first, first_write_bytes at a time
+        for (size_t off = 0; off < region; off += first_write_bytes)
+          files[k]->pwrite_all(chunk.data(), std::min(first_write_bytes, region - off),
+                               static_cast<off_t>(off));
       },
       write_next);
 }

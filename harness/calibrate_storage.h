@@ -27,13 +27,20 @@ struct StorageFigures {
 StorageFigures storage_figures(const std::string& dir, bool quick);
 
 // Buffered writes into the page cache: one thread pinned to each of `cpus` overwrites a region
-// of `region_bytes` of its own temporary file in `dir` (its blocks allocated by a first pass, as
-// a recycled WAL segment's are) in pwrites of kPageCacheChunk, all at once in windows; one
-// sample is the sum of their bytes per ns (calibrate_probe.h aggregate_rate_all_cpus). With one
-// CPU: one writer's rate; with all: the page cache shared (page lookup, LRU and dirty
-// accounting, memory bandwidth). Throws UsageError as above.
+// of `region_bytes` of its own temporary file in `dir` in pwrites of kPageCacheChunk, all at once
+// in windows; one sample is the sum of their bytes per ns (calibrate_probe.h
+// aggregate_rate_all_cpus). With one CPU: one writer's rate; with all: the page cache shared
+// (page lookup, LRU and dirty accounting, memory bandwidth). A first pass allocates the region's
+// blocks (what is timed are overwrites, as of a recycled WAL segment) in pwrites of
+// first_write_bytes, which decides how the page cache holds the region where the kernel has large
+// folios (ext4 since Linux 6.16, XFS since 5.18): written kWalPageBytes at a time, in 4 KiB pages
+// or small folios, as every kernel of the published tables held ext4 files; written
+// kPageCacheChunk at a time, in folios up to 1 MiB, which are overwritten faster per byte (on the
+// development VM, Linux 6.18 ext4, 2026-12-07, 64 MiB regions: 11.1-17.3 B/ns against 6.8-8.6
+// with the region first written in 8 KiB pwrites). Throws UsageError as above.
 constexpr size_t kPageCacheChunk = size_t{1} << 20;
+constexpr size_t kWalPageBytes = 8192;  // XLOG_BLCKSZ: the WAL's page, and its write unit
 std::vector<double> page_cache_rate(const std::string& dir, const std::vector<int>& cpus,
-                                    size_t region_bytes, bool quick);
+                                    size_t region_bytes, size_t first_write_bytes, bool quick);
 
 }  // namespace walbench::calibration
