@@ -32,14 +32,14 @@ StorageFigures storage_figures(const std::string& dir, bool quick);
 // aggregate_rate_all_cpus). With one CPU: one writer's rate; with all: the page cache shared
 // (page lookup, LRU and dirty accounting, memory bandwidth). A first pass allocates the region's
 // blocks (what is timed are overwrites, as of a recycled WAL segment) in pwrites of
-// first_write_bytes, which decides how the page cache holds the region where the kernel has large
-// folios (ext4 since Linux 6.16, XFS since 5.18): written kWalPageBytes at a time, in 4 KiB pages
-// or small folios, as every kernel of the published tables held ext4 files; written
-// kPageCacheChunk at a time, in folios up to 1 MiB, which are overwritten faster per byte (on the
-// development VM, Linux 6.18 ext4, 2026-12-07, 64 MiB regions: 11.1-17.3 B/ns against 6.8-8.6
-// with the region first written in 8 KiB pwrites). Throws UsageError as above.
+// first_write_bytes, which decides how the page cache holds the region where the kernel keeps
+// large folios (ext4 since Linux 6.16, XFS since 5.18): written kWalPageBytes at a time, in 4 KiB
+// pages or small folios, as ext4 held every file before 6.16; written in larger pwrites, in
+// folios up to that size, which are overwritten faster per byte (on the development VM, Linux
+// 6.18 ext4, 2026-12-07, 64 MiB regions: 11.1-17.3 B/ns when first written in 1 MiB pwrites,
+// 6.8-8.6 in 8 KiB ones, 1.35-2.0x in the same run). Throws UsageError as above.
 constexpr size_t kPageCacheChunk = size_t{1} << 20;
-constexpr size_t kWalPageBytes = 8192;  // XLOG_BLCKSZ: the WAL's page, and its write unit
+constexpr size_t kWalPageBytes = 8192;  // XLOG_BLCKSZ: the WAL's page (it writes whole pages)
 std::vector<double> page_cache_rate(const std::string& dir, const std::vector<int>& cpus,
                                     size_t region_bytes, size_t first_write_bytes, bool quick);
 

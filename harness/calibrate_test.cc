@@ -178,11 +178,13 @@ TEST_CASE("calibrate --quick writes a preset file that loads with plausible valu
   CHECK(c.page_cache_write_bytes_per_ns <= 1000);
   CHECK(c.page_cache_bytes_per_ns > 0.05);
   CHECK(c.page_cache_bytes_per_ns <= 1000);
-  CHECK(log.str().find("1 MiB pwrites (page cache), all") != std::string::npos);
+  CHECK(log.str().find("1 MiB pwrites (page cache, region first written in 8 KiB pwrites), all") !=
+        std::string::npos);
   // The preset's rate is that of a region first written a WAL page at a time (small pages or
   // folios); the large-folio one is shown beside it, not taken.
   const std::string pc_source = j["sources"]["page_cache_write_bytes_per_ns"].get<std::string>();
   CHECK(pc_source.find("first written in 8 KiB pwrites") != std::string::npos);
+  CHECK(pc_source.find("first written in 256 KiB pwrites") != std::string::npos);
   CHECK(pc_source.find("first written in 1 MiB pwrites") != std::string::npos);
   CHECK(log.str().find("region first written in 1 MiB pwrites") != std::string::npos);
   // Every measured value keeps its raw figure with its spread in "sources".
