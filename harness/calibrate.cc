@@ -561,16 +561,19 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
     constexpr size_t kOneWriterRegion = 64 * kMiB;
     constexpr size_t kSegmentFillBytes = 32 * kWalPageBytes;
     const size_t each = std::clamp<size_t>(1024 * kMiB / cpus.size(), 8 * kMiB, 64 * kMiB);
-    const Spread one = spread_of(
-        page_cache_rate(opts.fsync_dir, {cpu_a}, kOneWriterRegion, kWalPageBytes, quick));
-    p.figure("1 MiB pwrites (page cache, region first written in 8 KiB pwrites), one CPU", one,
-             "B/ns");
-    const Spread one_fill = spread_of(
-        page_cache_rate(opts.fsync_dir, {cpu_a}, kOneWriterRegion, kSegmentFillBytes, quick));
-    p.figure("the same, region first written in 256 KiB pwrites", one_fill, "B/ns");
-    const Spread one_large = spread_of(
-        page_cache_rate(opts.fsync_dir, {cpu_a}, kOneWriterRegion, kPageCacheChunk, quick));
-    p.figure("the same, region first written in 1 MiB pwrites", one_large, "B/ns");
+    // One writer, its region first written first_write_bytes at a time.
+    auto one_writer = [&](size_t first_write_bytes, const std::string& label) {
+      const Spread r = spread_of(
+          page_cache_rate(opts.fsync_dir, {cpu_a}, kOneWriterRegion, first_write_bytes, quick));
+      p.figure(label, r, "B/ns");
+      return r;
+    };
+    const Spread one = one_writer(
+        kWalPageBytes, "1 MiB pwrites (page cache, region first written in 8 KiB pwrites), one CPU");
+    const Spread one_fill =
+        one_writer(kSegmentFillBytes, "the same, region first written in 256 KiB pwrites");
+    const Spread one_large =
+        one_writer(kPageCacheChunk, "the same, region first written in 1 MiB pwrites");
     if (one_large.median > 1.25 * one.median)
       p.note(absl::StrFormat(
           "page cache: a region first written in 1 MiB pwrites was overwritten %.2fx as fast "

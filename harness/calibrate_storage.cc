@@ -89,7 +89,7 @@ StorageFigures storage_figures(const std::string& dir, bool quick) {
     if (now_ns() - start > budget_ns / 2 && !s.write_ns.empty()) break;
   }
   // fdatasync after each 8 KiB pwrite into the allocated region (a WAL page in a segment).
-  s.small_bytes = 8192;
+  s.small_bytes = kWalPageBytes;
   const std::vector<char> page(s.small_bytes, 'p');
   const int max_syncs = quick ? 20 : 200;
   const double sync_start = now_ns();
