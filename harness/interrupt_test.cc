@@ -50,6 +50,13 @@ constexpr const char* kSimConfig = R"({
   }
 })";
 
+// Returns once `pid` (a child of this process, sent SIGSTOP) is stopped.
+void wait_until_stopped(pid_t pid) {
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, WUNTRACED) == pid);
+  REQUIRE(WIFSTOPPED(status));
+}
+
 // `walbench ARGS` started in `dir` with stdout and stderr to files, SIGINT and SIGTERM at their
 // default dispositions (whatever this process does with them).
 struct Child : testing::WalbenchProcess {
@@ -263,10 +270,16 @@ TEST_CASE("a second signal exits at once without writing", "[cli][interrupt]") {
     if (!doc.is_discarded() && doc.contains("cells") && doc["cells"].size() >= 1) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  // Two different signals, sent back to back (two SIGINTs could merge into one pending signal):
-  // the second reaches the handler while the first one's stop is still under way.
+  // Two different signals (two SIGINTs could merge into one pending signal), both made pending
+  // while the process is stopped, so that the second reaches the handler while the first one's
+  // stop is still under way however late this test is scheduled; and `before` is read while it
+  // is stopped, so a cell that ended in between cannot have rewritten the file after it.
+  REQUIRE(::kill(run.pid, SIGSTOP) == 0);
+  wait_until_stopped(run.pid);
+  before = slurp(dir.file("part.json"));
   REQUIRE(::kill(run.pid, SIGINT) == 0);
   REQUIRE(::kill(run.pid, SIGTERM) == 0);
+  REQUIRE(::kill(run.pid, SIGCONT) == 0);
   const int rc = run.wait_exit();
   INFO("stderr: " << run.err());
   CHECK((rc == 130 || rc == 143));

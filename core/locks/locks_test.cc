@@ -92,11 +92,12 @@ constexpr SpinDelayParams kPatientDelays{.ns_per_us = 10, .num_delays = 1000000}
 constexpr uint32_t kFree = Lw::kFlagReleaseOk;  // LWLockInitialize's state; also the quiescent one
 
 // A waiter is queued and asleep on its semaphore: lw_waiting is WAITING (set under the wait-list
-// lock when it queued) and the tranche is its wait event (set just before the semaphore wait).
-// Read without the wait-list lock, so the observer never makes a waiter spin or back off on it:
-// the tests that pin "one release, one wake" count `sleeps`, which includes those backoff
-// sleeps (a loaded CI machine under ThreadSanitizer made them while the observer polled the
-// queue under the wait-list lock).
+// lock when it queued) and the tranche is its wait event (set just before the semaphore wait,
+// after its re-attempt failed). Read without the wait-list lock, so the observer never makes a
+// waiter spin or back off on it: the tests that pin "one release, one wake" count `sleeps`,
+// which includes those backoff sleeps (a loaded CI machine under ThreadSanitizer made them while
+// the observer polled the queue under the wait-list lock). And a waiter seen only as queued may
+// still be before its re-attempt, which a release would let it win out of queue order.
 bool asleep_in_queue(const Proc<TP>& p) {
   return p.lw_waiting.load() == kWaiting && p.wait_event.load() == static_cast<uint32_t>(kT);
 }
@@ -766,13 +767,14 @@ TEST_CASE("lwlock: wake-up rules", "[locks][lwlock]") {
         release1.wait();
         lock.release(procs[1]);
       });
-      REQUIRE(eventually([&] { return Access::queue(lock, procs[3]).size() == 1; }));
+      REQUIRE(eventually([&] { return asleep_in_queue(procs[1]); }));
       th.spawn([&] {
         lock.acquire(procs[2], second);
         holding.store(2);
         lock.release(procs[2]);
       });
-      REQUIRE(eventually([&] { return Access::queue(lock, procs[3]) == Queue{{1, kLwExclusive}, {2, second}}; }));
+      REQUIRE(eventually([&] { return asleep_in_queue(procs[2]); }));
+      REQUIRE(Access::queue(lock, procs[3]) == Queue{{1, kLwExclusive}, {2, second}});
       lock.release(procs[0]);
       REQUIRE(eventually([&] { return holding.load() == 1; }));
       REQUIRE(Access::queue(lock, procs[3]) == Queue{{2, second}});
@@ -811,7 +813,7 @@ TEST_CASE("lwlock: wake-up rules", "[locks][lwlock]") {
         else if (p == 2) release_x1.wait();
         lock.release(procs[p]);
       });
-      REQUIRE(eventually([&] { return Access::queue(lock, procs[5]).size() == static_cast<size_t>(p); }));
+      REQUIRE(eventually([&] { return asleep_in_queue(procs[p]); }));
     }
     REQUIRE(Access::queue(lock, procs[5]) ==
             Queue{{1, kLwShared}, {2, kLwExclusive}, {3, kLwShared}, {4, kLwExclusive}});
@@ -1230,11 +1232,14 @@ TEST_CASE("locks: stress mixing every operation", "[locks][lwlock][spinlock]") {
   constexpr int kThreads = 8;
   const int ops = 40000 / kScale;
   Procs procs(kThreads, 99);
-  Lw lock(&procs, kT, kFastDelays);
-  Lw var_lock(&procs, kT, kFastDelays);
+  // kPatientDelays: a holder yields inside its critical sections (maybe_preempted), so a loaded
+  // machine can keep it off the CPU past kFastDelays' stuck-spinlock abort; hangs are the
+  // Watchdog's.
+  Lw lock(&procs, kT, kPatientDelays);
+  Lw var_lock(&procs, kT, kPatientDelays);
   LockVar<TP> var_wl, var_at, var_fp;
   LockVar<TP>* vars[3] = {&var_wl, &var_at, &var_fp};
-  SpinLock<TP> spin(kT, kFastDelays);
+  SpinLock<TP> spin(kT, kPatientDelays);
   uint64_t counter = 0;       // under `lock` exclusive
   uint64_t spin_counter = 0;  // under `spin`
   std::atomic<uint64_t> expected{0}, expected_spin{0}, var_seq{0};

@@ -75,9 +75,19 @@ void run_threads(int n, F f) {
 }
 
 // Small delays so that contended waits do not sleep 1 ms each (SpinDelayParams::ns_per_us).
+// With PostgreSQL's 1000 delays a lock held past ~0.1-1 s aborts as stuck: what the
+// self-deadlock test relies on.
 SpinDelayParams fast_spin() {
   SpinDelayParams p;
   p.ns_per_us = 1;
+  return p;
+}
+
+// For the contention tests (more threads than cores): a holder preempted on a loaded machine
+// must not trip the stuck-spinlock abort; a lost wake-up would still hang (ctest's timeout).
+SpinDelayParams patient_spin() {
+  SpinDelayParams p = fast_spin();
+  p.num_delays = 1000000;
   return p;
 }
 
@@ -148,7 +158,7 @@ TEMPLATE_TEST_CASE("spinlocks stay mutually exclusive on every combination", "[e
                    EmuAtomics, EmuSpinlocks, EmuBoth) {
   using P = TestType;
   ProcTable<P> procs(kThreads, 1);
-  SpinLock<P> lock(WaitEvent::kTestLock, fast_spin());
+  SpinLock<P> lock(WaitEvent::kTestLock, patient_spin());
   typename P::template Shared<uint64_t> counter{0};
   std::atomic<int> inside{0};
   std::atomic<bool> overlap{false};
@@ -172,7 +182,7 @@ TEMPLATE_TEST_CASE("LWLocks work on every combination", "[emulation]", EmuAtomic
                    EmuBoth) {
   using P = TestType;
   ProcTable<P> procs(kThreads, 1);
-  LWLock<P> lock(&procs, WaitEvent::kTestLock, fast_spin());
+  LWLock<P> lock(&procs, WaitEvent::kTestLock, patient_spin());
   typename P::template Shared<uint64_t> counter{0};
   constexpr int kIters = 3000;
   run_threads(kThreads, [&](int t) {
@@ -261,7 +271,7 @@ TEST_CASE("semaphore pools are balanced after contended use", "[emulation]") {
   // exactly one try_wait succeeds, a second fails.
   using P = EmuBoth;
   ProcTable<P> procs(kThreads, 1);
-  SpinLock<P> lock(WaitEvent::kTestLock, fast_spin());
+  SpinLock<P> lock(WaitEvent::kTestLock, patient_spin());
   typename P::template Atomic<uint64_t> a{0};
   run_threads(kThreads, [&](int t) {
     for (int i = 0; i < 3000; ++i) {

@@ -128,6 +128,9 @@ Result run_scenario(const Scenario& sc, BufferInit init, uint64_t seed = 7) {
   REQUIRE(wal.buffer_init() == init);
 
   std::atomic<bool> stop_monitor{false};
+  // The clients start after the monitor's first sample, so that a run on a loaded machine
+  // cannot end before the monitor was scheduled at all.
+  std::atomic<bool> monitor_sampled{false};
   std::string monitor_error;
   uint64_t samples = 0;
   std::thread monitor;
@@ -152,6 +155,7 @@ Result run_scenario(const Scenario& sc, BufferInit init, uint64_t seed = 7) {
                             " with InitializedUpTo " + std::to_string(upto);
         }
         last = upto;
+        monitor_sampled.store(true);
         std::this_thread::yield();
       }
     });
@@ -161,6 +165,7 @@ Result run_scenario(const Scenario& sc, BufferInit init, uint64_t seed = 7) {
   std::vector<std::thread> threads;
   for (uint32_t c = 0; c < sc.clients; ++c) {
     threads.emplace_back([&, c] {
+      while (monitor.joinable() && !monitor_sampled.load()) std::this_thread::yield();
       Proc<P>& me = procs[static_cast<int32_t>(c)];
       std::vector<uint8_t> buf(sc.max_len);
       for (uint32_t i = 0; i < sc.records_per_client; ++i) {

@@ -265,7 +265,10 @@ namespace {
 // through the table, as LockfreeReserve does. Checks that every start got its predecessor's.
 template <bool kOffset>
 void threaded_exchange(uint32_t threads, uint32_t capacity, LinkHash hash, uint32_t per_thread) {
-  Table<kOffset> t(capacity, hash, SpinDelayParams{10, kNumDelays});
+  // A waiter's predecessor may be preempted between its fetch_add and its link on a loaded
+  // machine: 50x PostgreSQL's NUM_DELAYS (about a minute of 10 ns "microseconds") before the
+  // stuck abort, so that only a lost link, not a slow CI machine, ends the test.
+  Table<kOffset> t(capacity, hash, SpinDelayParams{10, 50 * kNumDelays});
   ProcTable<TP> procs(threads, 3);
   std::atomic<uint64_t> curr{0};
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> seen(threads);
