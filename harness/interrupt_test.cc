@@ -50,13 +50,6 @@ constexpr const char* kSimConfig = R"({
   }
 })";
 
-// Returns once `pid` (a child of this process, sent SIGSTOP) is stopped.
-void wait_until_stopped(pid_t pid) {
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, WUNTRACED) == pid);
-  REQUIRE(WIFSTOPPED(status));
-}
-
 // `walbench ARGS` started in `dir` with stdout and stderr to files, SIGINT and SIGTERM at their
 // default dispositions (whatever this process does with them).
 struct Child : testing::WalbenchProcess {
@@ -75,6 +68,13 @@ struct Child : testing::WalbenchProcess {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     return false;
+  }
+  // Returns once the child, sent SIGSTOP, is stopped; fails (the child reaped) if it exited.
+  void wait_stopped() {
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, WUNTRACED) == pid);
+    if (!WIFSTOPPED(status)) pid = -1;  // it exited and is reaped: nothing left to kill
+    REQUIRE(WIFSTOPPED(status));
   }
   // The exit status, or -1 when it did not exit normally; how long it took.
   int wait_exit(double* seconds = nullptr) {
@@ -275,7 +275,7 @@ TEST_CASE("a second signal exits at once without writing", "[cli][interrupt]") {
   // stop is still under way however late this test is scheduled; and `before` is read while it
   // is stopped, so a cell that ended in between cannot have rewritten the file after it.
   REQUIRE(::kill(run.pid, SIGSTOP) == 0);
-  wait_until_stopped(run.pid);
+  run.wait_stopped();
   before = slurp(dir.file("part.json"));
   REQUIRE(::kill(run.pid, SIGINT) == 0);
   REQUIRE(::kill(run.pid, SIGTERM) == 0);

@@ -98,6 +98,9 @@ constexpr uint32_t kFree = Lw::kFlagReleaseOk;  // LWLockInitialize's state; als
 // which includes those backoff sleeps (a loaded CI machine under ThreadSanitizer made them while
 // the observer polled the queue under the wait-list lock). And a waiter seen only as queued may
 // still be before its re-attempt, which a release would let it win out of queue order.
+// Only for waiters in acquire / acquire_or_wait whose re-attempt fails: a backoff sleep on the
+// wait-list lock also publishes the tranche, which dequeue_self (after a successful
+// re-attempt) and wait_for_var's re-check can take while lw_waiting is still WAITING.
 bool asleep_in_queue(const Proc<TP>& p) {
   return p.lw_waiting.load() == kWaiting && p.wait_event.load() == static_cast<uint32_t>(kT);
 }

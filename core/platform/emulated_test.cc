@@ -75,8 +75,7 @@ void run_threads(int n, F f) {
 }
 
 // Small delays so that contended waits do not sleep 1 ms each (SpinDelayParams::ns_per_us).
-// With PostgreSQL's 1000 delays a lock held past ~0.1-1 s aborts as stuck: what the
-// self-deadlock test relies on.
+// With PostgreSQL's 1000 delays a lock held past ~0.1-1 s aborts as stuck.
 SpinDelayParams fast_spin() {
   SpinDelayParams p;
   p.ns_per_us = 1;
