@@ -88,19 +88,14 @@ constexpr SpinDelayParams kFastDelays{.ns_per_us = 10, .num_delays = kNumDelays}
 // produced (a holder that yields inside its critical section, CI's tests and two simulations
 // beside it). These tests are about exclusion; their hangs are the Watchdog's (60 s), and
 // the abort has its own test ("stuck spinlock aborts after NUM_DELAYS sleeps").
-constexpr SpinDelayParams kPatientDelays{.ns_per_us = 10, .num_delays = 1000000};
+constexpr SpinDelayParams kPatientDelays{.ns_per_us = 10, .num_delays = kPatientNumDelays};
 constexpr uint32_t kFree = Lw::kFlagReleaseOk;  // LWLockInitialize's state; also the quiescent one
 
-// A waiter is queued and asleep on its semaphore: lw_waiting is WAITING (set under the wait-list
-// lock when it queued) and the tranche is its wait event (set just before the semaphore wait,
-// after its re-attempt failed). Read without the wait-list lock, so the observer never makes a
-// waiter spin or back off on it: the tests that pin "one release, one wake" count `sleeps`,
-// which includes those backoff sleeps (a loaded CI machine under ThreadSanitizer made them while
-// the observer polled the queue under the wait-list lock). And a waiter seen only as queued may
-// still be before its re-attempt, which a release would let it win out of queue order.
-// Only for waiters in acquire / acquire_or_wait whose re-attempt fails: a backoff sleep on the
-// wait-list lock also publishes the tranche, which dequeue_self (after a successful
-// re-attempt) and wait_for_var's re-check can take while lw_waiting is still WAITING.
+// A waiter in acquire / acquire_or_wait is queued (lw_waiting WAITING) and asleep on its semaphore
+// (the tranche is its wait event, set after its re-attempt failed). Read without the wait-list
+// lock, so the observer never makes a waiter back off on it: `sleeps` counts those backoff
+// sleeps too. Not for dequeue_self or wait_for_var, whose backoff sleeps publish the tranche
+// while lw_waiting is still WAITING.
 bool asleep_in_queue(const Proc<TP>& p) {
   return p.lw_waiting.load() == kWaiting && p.wait_event.load() == static_cast<uint32_t>(kT);
 }

@@ -123,6 +123,10 @@ struct SpinDelayParams {
   uint32_t num_delays = kNumDelays;  // sleeps allowed before the stuck-spinlock abort (S5)
 };
 
+// num_delays for tests with more threads than cores: a holder preempted on a loaded machine must
+// not trip the stuck-spinlock abort (hangs are left to the tests' watchdogs).
+constexpr uint32_t kPatientNumDelays = 1000000;
+
 // The client's LockLocal (core/proc.h): owner-only backend-local lock state.
 template <class P>
 LockLocal& lock_local(Proc<P>& me) {

@@ -86,7 +86,7 @@ SpinDelayParams fast_spin() {
 // must not trip the stuck-spinlock abort; a lost wake-up would still hang (ctest's timeout).
 SpinDelayParams patient_spin() {
   SpinDelayParams p = fast_spin();
-  p.num_delays = 1000000;
+  p.num_delays = kPatientNumDelays;
   return p;
 }
 
