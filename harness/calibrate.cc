@@ -583,18 +583,36 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
           "page_cache_write_bytes_per_ns takes the 8 KiB one, that of kernels without large "
           "folios",
           one_large.median / one.median, one_large.median, one.median, one_fill.median));
-    const double pc_rate = page_cache_write_param(one.median, kPageCacheChunk, sp.syscall_ns);
+    // The preset's rate: one writer's against copy_bytes_per_ns, as a ratio measured round by
+    // round beside a memcpy of the same kind (a drifting host moves both), times the copy rate.
+    const PageCacheAgainstCopy against =
+        on_cpu(cpu_a, [&] { return page_cache_against_copy(opts.fsync_dir, kOneWriterRegion, quick); });
+    const Spread against_copy = spread_of(against.copy), against_pwrite = spread_of(against.pwrite),
+                 ratio = spread_of(against.ratio);
+    p.figure("memcpy passes between the pwrite passes (8 MiB blocks, 64 MiB rings)", against_copy,
+             "B/ns");
+    p.figure("pwrite passes between them (1 MiB, 8 KiB-first-written region)", against_pwrite,
+             "B/ns");
+    p.figure("pwrite / memcpy, round by round", ratio, "");
+    const double with_calls = ratio.median * copy_rate;
+    const double pc_rate = page_cache_write_param(with_calls, kPageCacheChunk, sp.syscall_ns);
     p.set("page_cache_write_bytes_per_ns", pc_rate,
-          absl::StrFormat("one writer: 1 MiB pwrites overwriting %d MiB of a file in %s (page "
-                          "cache) first written in 8 KiB pwrites (4 KiB pages or small folios, "
-                          "as on kernels without large folios), system calls included: %s; "
-                          "without syscall_ns per call%s. The same region first written in "
-                          "256 KiB pwrites (PostgreSQL 14+ zero-fills a new WAL segment so; "
-                          "folios of up to 256 KiB where the kernel keeps large folios): %s; "
-                          "first written in 1 MiB pwrites: %s",
-                          kOneWriterRegion / kMiB, where, show(one, "bytes/ns"),
-                          pc_rate > 0 ? "" : ": nothing left, so 0 (the copy rate)",
-                          show(one_fill, "bytes/ns"), show(one_large, "bytes/ns")));
+          absl::StrFormat(
+              "one writer against the copy: 1 MiB pwrites overwriting %d MiB of a file in %s "
+              "(page cache) first written in 8 KiB pwrites (4 KiB pages or small folios, as on "
+              "kernels without large folios), system calls included, in passes alternating on "
+              "one CPU with memcpy passes of copy_bytes_per_ns' kind (8 MiB blocks between two "
+              "64 MiB rings; the pwrites write from the same source ring): pwrite / memcpy per round "
+              "%s (the passes: "
+              "pwrite %s, memcpy %s), times copy_bytes_per_ns %.3g = %.3g bytes/ns; without "
+              "syscall_ns per call%s. Measured alone, not beside the copy: the region first "
+              "written in 8 KiB pwrites %s; first written in 256 KiB pwrites (PostgreSQL 14+ "
+              "zero-fills a new WAL segment so; folios of up to 256 KiB where the kernel keeps "
+              "large folios) %s; first written in 1 MiB pwrites %s",
+              kOneWriterRegion / kMiB, where, show(ratio, ""), show(against_pwrite, "bytes/ns"),
+              show(against_copy, "bytes/ns"), copy_rate, with_calls,
+              pc_rate > 0 ? "" : ": nothing left, so 0 (the copy rate)", show(one, "bytes/ns"),
+              show(one_fill, "bytes/ns"), show(one_large, "bytes/ns")));
     const Spread all =
         spread_of(page_cache_rate(opts.fsync_dir, cpus, each, kWalPageBytes, quick));
     p.figure(absl::StrFormat(

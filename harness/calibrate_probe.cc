@@ -88,7 +88,8 @@ std::string num(double v) {
 }  // namespace
 
 std::string show(const Spread& s, const std::string& unit) {
-  return absl::StrFormat("%s %s (IQR %s-%s, n=%d)", num(s.median), unit, num(s.q1), num(s.q3), s.n);
+  const std::string with_unit = unit.empty() ? num(s.median) : num(s.median) + " " + unit;
+  return absl::StrFormat("%s (IQR %s-%s, n=%d)", with_unit, num(s.q1), num(s.q3), s.n);
 }
 
 uint64_t whole_ns(double ns, uint64_t floor) {

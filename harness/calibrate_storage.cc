@@ -127,4 +127,50 @@ std::vector<double> page_cache_rate(const std::string& dir, const std::vector<in
       write_next);
 }
 
+PageCacheAgainstCopy page_cache_against_copy(const std::string& dir, size_t region_bytes,
+                                             bool quick) {
+  constexpr size_t kRing = 64 * kMiB, kBlock = 8 * kMiB, kBlocks = kRing / kBlock;
+  const size_t chunks = std::max<size_t>(region_bytes / kPageCacheChunk, 1);
+  const size_t region = chunks * kPageCacheChunk;
+  TempFile f(dir);
+  Buffer src(kRing), dst(kRing);
+  std::memset(src.data, 's', kRing);
+  for (size_t off = 0; off < region; off += kWalPageBytes)  // small pages or folios
+    f.pwrite_all(src.data + off % kRing, kWalPageBytes, static_cast<off_t>(off));
+  size_t copies = 0, writes = 0;
+  auto copy_pass = [&] {  // as copy_one_core: block s to block 3s + 1 of the other ring
+    const double t0 = now_ns();
+    for (size_t b = 0; b < kBlocks; ++b, ++copies) {
+      std::memcpy(dst.data + ((copies * 3 + 1) % kBlocks) * kBlock,
+                  src.data + (copies % kBlocks) * kBlock, kBlock);
+      escape(dst.data);
+    }
+    return static_cast<double>(kRing) / (now_ns() - t0);
+  };
+  auto pwrite_pass = [&] {
+    const double t0 = now_ns();
+    for (size_t c = 0; c < chunks; ++c, ++writes)
+      f.pwrite_all(src.data + (writes * kPageCacheChunk) % kRing, kPageCacheChunk,
+                   static_cast<off_t>(c * kPageCacheChunk));
+    return static_cast<double>(region) / (now_ns() - t0);
+  };
+  PageCacheAgainstCopy r;
+  const int rounds = quick ? 5 : 15;
+  for (int round = 0; round <= rounds; ++round) {  // round 0 warms up
+    double copy = 0, write = 0;
+    if (round % 2 == 0) {
+      copy = copy_pass();
+      write = pwrite_pass();
+    } else {
+      write = pwrite_pass();
+      copy = copy_pass();
+    }
+    if (round == 0) continue;
+    r.copy.push_back(copy);
+    r.pwrite.push_back(write);
+    r.ratio.push_back(write / copy);
+  }
+  return r;
+}
+
 }  // namespace walbench::calibration

@@ -28,6 +28,8 @@
 #include "core/wal/crc32c.h"
 #include "harness/calibrate_cpu.h"
 #include "harness/calibrate_preset.h"
+#include "harness/calibrate_probe.h"
+#include "harness/calibrate_storage.h"
 #include "harness/calibrate_topology.h"
 #include "harness/config.h"
 
@@ -187,6 +189,10 @@ TEST_CASE("calibrate --quick writes a preset file that loads with plausible valu
   CHECK(pc_source.find("first written in 256 KiB pwrites") != std::string::npos);
   CHECK(pc_source.find("first written in 1 MiB pwrites") != std::string::npos);
   CHECK(log.str().find("region first written in 1 MiB pwrites") != std::string::npos);
+  // It is the ratio measured beside the copy, times the preset's own copy rate.
+  CHECK(pc_source.find("pwrite / memcpy per round") != std::string::npos);
+  CHECK(pc_source.find("times copy_bytes_per_ns") != std::string::npos);
+  CHECK(log.str().find("pwrite / memcpy, round by round") != std::string::npos);
   // Every measured value keeps its raw figure with its spread in "sources".
   for (const char* key :
        {"line_hit_ns", "memory_ns", "rmw_extra_ns", "fence_ns", "pause_ns", "context_switch_ns",
@@ -332,6 +338,24 @@ TEST_CASE("calibrate: the conversions make the simulator reproduce each measured
   // Subtractions that would go negative are 0, not a wrapped unsigned.
   CHECK(semaphore_wake_param(1000, 500, 2400) == 0);
   CHECK(sleep_slack_param(-5, 0) == 0);
+}
+
+TEST_CASE("calibrate: the page cache against the copy is one ratio per round of both passes",
+          "[calibrate]") {
+  TempDir dir;
+  const calibration::PageCacheAgainstCopy r =
+      calibration::page_cache_against_copy(dir.path.string(), 4 * calibration::kMiB, true);
+  REQUIRE(r.ratio.size() == 5);  // quick: five rounds, the warm-up dropped
+  REQUIRE(r.copy.size() == r.ratio.size());
+  REQUIRE(r.pwrite.size() == r.ratio.size());
+  for (size_t i = 0; i < r.ratio.size(); ++i) {
+    INFO(i);
+    CHECK(r.copy[i] > 0.05);  // bytes per ns of a real pass, not 0 or a sign-flipped time
+    CHECK(r.pwrite[i] > 0.05);
+    CHECK(r.ratio[i] == Approx(r.pwrite[i] / r.copy[i]));
+  }
+  // Its temporary file is gone.
+  CHECK(fs::directory_iterator(dir.path) == fs::directory_iterator());
 }
 
 TEST_CASE("calibrate: the idle-polling window is the longest idle time whose wake-ups were "
