@@ -580,8 +580,8 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
           "(%.1f B/ns) as one first written in 8 KiB pwrites (%.1f B/ns): this kernel keeps "
           "large folios (ext4 since Linux 6.16, XFS since 5.18), so a WAL segment zero-filled "
           "in 256 KiB pwrites (PostgreSQL 14+) may sit in folios of up to 256 KiB (%.1f B/ns); "
-          "page_cache_write_bytes_per_ns takes the 8 KiB one, that of kernels without large "
-          "folios",
+          "page_cache_write_bytes_per_ns takes the 8 KiB kind (measured against the copy), "
+          "that of kernels without large folios",
           one_large.median / one.median, one_large.median, one.median, one_fill.median));
     // The preset's rate: one writer's against copy_bytes_per_ns, as a ratio measured round by
     // round beside a memcpy of the same kind (a drifting host moves both), times the copy rate.
@@ -602,10 +602,12 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
               "(page cache) first written in 8 KiB pwrites (4 KiB pages or small folios, as on "
               "kernels without large folios), system calls included, in passes alternating on "
               "one CPU with memcpy passes of copy_bytes_per_ns' kind (8 MiB blocks between two "
-              "64 MiB rings; the pwrites write from the same source ring): pwrite / memcpy per round "
-              "%s (the passes: "
-              "pwrite %s, memcpy %s), times copy_bytes_per_ns %.3g = %.3g bytes/ns; without "
-              "syscall_ns per call%s. Measured alone, not beside the copy: the region first "
+              "64 MiB rings; the pwrites write from the same source ring): pwrite / memcpy per "
+              "round %s (the passes: pwrite %s, memcpy %s), times copy_bytes_per_ns %.3g = %.3g "
+              "bytes/ns (the ratio is what is carried: it keeps the pwrite's relation to the copy "
+              "rate the simulator charges, which was measured earlier in this run and may differ "
+              "from the passes' own); without syscall_ns per call%s. Measured alone, not beside "
+              "the copy: the region first "
               "written in 8 KiB pwrites %s; first written in 256 KiB pwrites (PostgreSQL 14+ "
               "zero-fills a new WAL segment so; folios of up to 256 KiB where the kernel keeps "
               "large folios) %s; first written in 1 MiB pwrites %s",
@@ -625,13 +627,14 @@ ojson calibrate(const CalibrateOptions& opts, std::ostream& log) {
                           "in %s (first written in 8 KiB pwrites) on each of the %d usable CPUs "
                           "at once, sum of the rates: %s",
                           each / kMiB, where, cpus.size(), show(all, "bytes/ns")));
-    if (all.median < one.median)
+    if (all.median < with_calls)
       p.note(absl::StrFormat(
-          "page cache: all %d CPUs together (%.1f B/ns) wrote slower than one alone (%.1f B/ns): "
-          "contention among the writers, or something else writing or running; the sim caps "
-          "every writer, one alone included, at page_cache_bytes_per_ns: check the machine was "
-          "quiet and rerun calibrate",
-          cpus.size(), all.median, one.median));
+          "page cache: all %d CPUs together (%.1f B/ns) wrote slower than the preset's one "
+          "writer (%.1f B/ns, the ratio to the copy times copy_bytes_per_ns; %.1f B/ns measured "
+          "alone): contention among the writers, or something else writing or running; the sim "
+          "caps every writer, one alone included, at page_cache_bytes_per_ns: check the machine "
+          "was quiet and rerun calibrate",
+          cpus.size(), all.median, with_calls, one.median));
     p.set("fsync_ns", sp.fsync_ns,
           absl::StrFormat("fdatasync after an 8 KiB pwrite into the preallocated region of a file "
                           "in %s (like a WAL page in a segment): %s; minus syscall_ns, "

@@ -46,10 +46,12 @@ std::vector<double> page_cache_rate(const std::string& dir, const std::vector<in
 // One writer's page-cache rate against the copy rate, measured side by side so that a host
 // whose speed drifts between two measurements (a shared VM: memcpy at 16.7 and 20.7 B/ns in two
 // runs minutes apart on 2026-12-07) does not move their ratio: on one CPU, rounds of a memcpy
-// pass (copy_bytes_per_ns' own kind: 8 MiB blocks between two 64 MiB rings, calibrate_cpu.h
-// copy_one_core) and a pwrite pass (1 MiB pwrites of the same source ring overwriting a region
-// of `region_bytes` first written in kWalPageBytes pwrites, small folios as page_cache_rate's),
-// the pass that goes first alternating, a warm-up round dropped. One value per round each.
+// pass (copy_bytes_per_ns' own kind: 8 MiB blocks between two 64 MiB rings, each block timed and
+// the pass's rate the median of its eight, as calibrate_cpu.h copy_one_core takes it) and a
+// pwrite pass (1 MiB pwrites of the same source ring overwriting a region of `region_bytes`
+// first written in kWalPageBytes pwrites, small folios as page_cache_rate's), the pass that
+// goes first alternating (16 kept rounds, 6 when quick: as many of each order), a warm-up round
+// dropped. One value per round each.
 // Throws UsageError as above.
 struct PageCacheAgainstCopy {
   std::vector<double> copy;    // the memcpy pass, bytes per ns
